@@ -1,0 +1,34 @@
+# Needle: the few top-level verbs. `make test` runs every test of every module;
+# `make demo` runs the main job. See README.md.
+SHELL := /bin/bash
+MVN   ?= mvn -B -ntp
+PYTHON ?= python3
+
+.PHONY: help test demo test-java test-deploy build bench-filters cluster clean
+
+help:
+	@echo "make demo           show Needle at work"
+	@echo "make test           run every test of every module"
+	@echo "make build          build the Java modules (skip tests)"
+	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
+	@echo "make clean          remove build output"
+
+test: test-java test-deploy
+
+test-java:
+	cd java && $(MVN) install
+
+test-deploy:
+	$(PYTHON) -m pytest -q deploy/tests
+
+build:
+	cd java && $(MVN) -DskipTests install
+
+demo: build
+	cd java && $(MVN) -q -pl needle-filter exec:java -Dexec.mainClass=dev.needle.filter.demo.FilterDemo
+
+bench-filters: build
+	bench/jvm-filters/run.sh
+
+clean:
+	cd java && $(MVN) -q clean
