@@ -1,0 +1,87 @@
+package dev.needle.filter;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.concurrent.locks.StampedLock;
+
+/** Table, lock and statistics shared by the cuckoo filters; the subclasses define what a lane means. */
+abstract class AbstractCuckooFilter implements Filter {
+    final CuckooTable table;
+    /** Writers take the write lock; readers validate an optimistic stamp (see {@link Filter}). */
+    final StampedLock lock = new StampedLock();
+
+    AbstractCuckooFilter(CuckooTable table) {
+        this.table = table;
+    }
+
+    /** Fingerprint width in bits. */
+    public int fingerprintBits() {
+        return table.fingerprintBits;
+    }
+
+    /** Slots per bucket. */
+    public int slotsPerBucket() {
+        return table.slotsPerBucket;
+    }
+
+    /** Number of buckets. */
+    public int numBuckets() {
+        return table.numBuckets;
+    }
+
+    /** Entries that failed to find a bucket and wait in the victim stash. */
+    public int stashSize() {
+        long stamp = lock.readLock();
+        try {
+            return table.stashSize;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    public long count() {
+        long stamp = lock.readLock();
+        try {
+            return table.occupied;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    public long capacity() {
+        return table.slots();
+    }
+
+    @Override
+    public long sizeInBytes() {
+        return table.sizeInBytes();
+    }
+
+    @Override
+    public double expectedFalsePositiveRate() {
+        return CuckooSizing.falsePositiveRate(table.fingerprintBits, table.slotsPerBucket, load());
+    }
+
+    @Override
+    public void writeTo(OutputStream out) throws IOException {
+        long stamp = lock.readLock();
+        try {
+            FilterIO.writeCuckoo(this, out);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    /** Entries in the deleted state; only the deletion-aware filter has any. Called under a lock. */
+    long deletedEntries() {
+        return 0;
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "{f=" + table.fingerprintBits + ", b=" + table.slotsPerBucket
+                + ", buckets=" + table.numBuckets + ", count=" + count() + ", load=" + String.format("%.4f", load()) + "}";
+    }
+}

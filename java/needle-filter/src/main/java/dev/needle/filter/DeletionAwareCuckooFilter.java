@@ -1,0 +1,205 @@
+package dev.needle.filter;
+
+/**
+ * The seeds' "modified cuckoo filter": a cuckoo filter whose entries carry one state bit,
+ * so that it answers {@link KeyState#ABSENT}, {@link KeyState#LIVE} or {@link KeyState#DELETED}.
+ *
+ * <p>Where the seeds keep a list of deleted keys beside the filter, here a deleted key keeps
+ * its own slot with the state bit set: it costs no more than while it was live (one bit per
+ * slot for everyone), it needs no second structure, and {@link #purgeHash} frees the slot
+ * when the key's tombstones are compacted away. A lookup reads the same two buckets as a
+ * plain cuckoo filter and tests both states with two SWAR comparisons.
+ *
+ * <p>Lane layout: {@code state << f | fingerprint}, state 0 = live, 1 = deleted.
+ * Thread safety: see {@link Filter}.
+ */
+public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implements KeyStateFilter {
+    private final long deletedBit;
+    private long deleted;
+
+    DeletionAwareCuckooFilter(CuckooTable table, long deleted) {
+        super(table);
+        this.deletedBit = 1L << table.fingerprintBits;
+        this.deleted = deleted;
+    }
+
+    /** A filter for {@code expectedKeys} entries (live and deleted) at false-positive rate {@code fpp}. */
+    public static DeletionAwareCuckooFilter create(long expectedKeys, double fpp) {
+        return create(CuckooSizing.forKeys(expectedKeys, fpp));
+    }
+
+    /** A filter of the given shape; each slot takes one more bit than the fingerprint for its state. */
+    public static DeletionAwareCuckooFilter create(CuckooSizing s) {
+        return new DeletionAwareCuckooFilter(
+                new CuckooTable(s.fingerprintBits(), 1, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), false), 0);
+    }
+
+    @Override
+    public FilterKind kind() {
+        return FilterKind.DELETION_AWARE_CUCKOO;
+    }
+
+    @Override
+    public boolean tracksDeletions() {
+        return true;
+    }
+
+    @Override
+    public long liveCount() {
+        long stamp = lock.readLock();
+        try {
+            return table.occupied - deleted;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    public long deletedCount() {
+        long stamp = lock.readLock();
+        try {
+            return deleted;
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    long deletedEntries() {
+        return deleted;
+    }
+
+    @Override
+    public boolean insertHash(long hash) {
+        CuckooTable t = table;
+        long fp = t.fingerprintOf(hash);
+        int b1 = t.bucketOf(hash);
+        long stamp = lock.writeLock();
+        try {
+            return t.insert(fp, 0, b1, t.alternateOf(b1, fp), null);
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    @Override
+    public KeyState lookupHash(long hash) {
+        long stamp = lock.tryOptimisticRead();
+        KeyState s = probe(hash);
+        if (lock.validate(stamp)) {
+            return s;
+        }
+        stamp = lock.readLock();
+        try {
+            return probe(hash);
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    @Override
+    public void lookupBatch(long[] hashes, int from, int to, KeyState[] out) {
+        long stamp = lock.tryOptimisticRead();
+        for (int i = from; i < to; i++) {
+            out[i] = probe(hashes[i]);
+        }
+        if (lock.validate(stamp)) {
+            return;
+        }
+        stamp = lock.readLock();
+        try {
+            for (int i = from; i < to; i++) {
+                out[i] = probe(hashes[i]);
+            }
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
+    private KeyState probe(long hash) {
+        CuckooTable t = table;
+        long fp = t.fingerprintOf(hash);
+        int b1 = t.bucketOf(hash);
+        int b2 = t.alternateOf(b1, fp);
+        long livePattern = fp * t.ones;
+        if (t.bucketMatches(b1, livePattern, -1L) || t.bucketMatches(b2, livePattern, -1L)) {
+            return KeyState.LIVE;
+        }
+        boolean stash = t.stashSize != 0;
+        if (stash && t.stashMatches(b1, b2, fp, -1L)) {
+            return KeyState.LIVE;
+        }
+        long deletedPattern = (fp | deletedBit) * t.ones;
+        if (t.bucketMatches(b1, deletedPattern, -1L) || t.bucketMatches(b2, deletedPattern, -1L)
+                || (stash && t.stashMatches(b1, b2, fp | deletedBit, -1L))) {
+            return KeyState.DELETED;
+        }
+        return KeyState.ABSENT;
+    }
+
+    /** Rewrites one entry {@code from} -> {@code to} (to == 0 removes it); false when none matched. */
+    private boolean transition(long hash, boolean fromDeleted, boolean remove) {
+        CuckooTable t = table;
+        long fp = t.fingerprintOf(hash);
+        int b1 = t.bucketOf(hash);
+        int b2 = t.alternateOf(b1, fp);
+        long from = fromDeleted ? fp | deletedBit : fp;
+        long to = remove ? 0 : (fromDeleted ? fp : fp | deletedBit);
+        long stamp = lock.writeLock();
+        try {
+            int slot = t.findSlot(b1, from, -1L);
+            if (slot < 0) {
+                slot = t.findSlot(b2, from, -1L);
+            }
+            int stashed = slot < 0 ? t.findStash(b1, b2, from, -1L) : -1;
+            if (slot < 0 && stashed < 0) {
+                return false;
+            }
+            if (remove) {
+                if (slot >= 0) {
+                    t.clearSlot(slot, null);
+                } else {
+                    t.removeStash(stashed, null);
+                }
+            } else if (slot >= 0) {
+                t.setLane(slot, to);
+            } else {
+                t.stashLane[stashed] = to;
+            }
+            if (fromDeleted) {
+                deleted--;
+            } else if (!remove) {
+                deleted++;
+            }
+            return true;
+        } finally {
+            lock.unlockWrite(stamp);
+        }
+    }
+
+    @Override
+    public boolean markDeletedHash(long hash) {
+        return transition(hash, false, false);
+    }
+
+    @Override
+    public boolean markLiveHash(long hash) {
+        return transition(hash, true, false);
+    }
+
+    @Override
+    public boolean deleteHash(long hash) {
+        return transition(hash, false, true);
+    }
+
+    @Override
+    public boolean purgeHash(long hash) {
+        return transition(hash, true, true);
+    }
+
+    /** The bits per slot include the state bit: f + 1. */
+    @Override
+    public String toString() {
+        return super.toString() + "{live=" + liveCount() + ", deleted=" + deletedCount() + "}";
+    }
+}
