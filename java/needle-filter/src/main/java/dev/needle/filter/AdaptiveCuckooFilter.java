@@ -212,30 +212,4 @@ public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements 
         }
         return lane;
     }
-
-    /** Whether the entry at the given slot was placed by {@code hash} (for tests). */
-    boolean storesHash(long hash) {
-        long stamp = lock.readLock();
-        try {
-            CuckooTable t = table;
-            int b1 = buckets.first(hash);
-            int b2 = buckets.second(hash);
-            for (int b : new int[] {b1, b2}) {
-                int base = b * t.slotsPerBucket;
-                for (int s = 0; s < t.slotsPerBucket; s++) {
-                    if (t.lane(base + s) != 0 && t.backing[base + s] == hash) {
-                        return true;
-                    }
-                }
-            }
-            for (int i = 0; i < t.stashSize; i++) {
-                if (t.stashBacking[i] == hash) {
-                    return true;
-                }
-            }
-            return false;
-        } finally {
-            lock.unlockRead(stamp);
-        }
-    }
 }

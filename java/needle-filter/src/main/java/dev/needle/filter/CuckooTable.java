@@ -258,6 +258,7 @@ final class CuckooTable {
             occupied++;
             return true;
         }
+        long rngBefore = rng;
         int bucket = (nextRandom() & 1) == 0 ? b1 : b2;
         long carried = lane;
         long carriedBacking = backingHash;
@@ -287,7 +288,8 @@ final class CuckooTable {
             occupied++;
             return true;
         }
-        // Undo the walk in reverse: every swap is its own inverse.
+        // Undo the walk in reverse (every swap is its own inverse) so a failed insert is a no-op.
+        rng = rngBefore;
         for (int k = kicks - 1; k >= 0; k--) {
             int slot = kickPath[k];
             long cur = lane(slot);

@@ -137,7 +137,7 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
         return KeyState.ABSENT;
     }
 
-    /** Rewrites one entry {@code from} -> {@code to} (to == 0 removes it); false when none matched. */
+    /** Moves one entry of the key out of the live (or deleted) state: to the other state, or out of the filter. */
     private boolean transition(long hash, boolean fromDeleted, boolean remove) {
         CuckooTable t = table;
         long fp = t.fingerprintOf(hash);

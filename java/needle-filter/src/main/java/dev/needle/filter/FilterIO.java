@@ -15,7 +15,7 @@ import java.util.zip.CRC32C;
 
 /**
  * Reads and writes filters in format version 1, specified in {@code format/filter-v1.md}:
- * a 64-byte little-endian header with its own CRC32C, then the payload and its CRC32C.
+ * a 64-byte little-endian header ending in its own CRC32C, then the payload and its CRC32C.
  * The header is checked before anything is allocated, so a corrupt length can never make
  * the reader allocate or read more than the stated filter; a filter is never returned
  * unless every check passes.
@@ -28,6 +28,8 @@ public final class FilterIO {
     /** Hash code 1: XXH64 with seed 0 over the key bytes. */
     static final int HASH_XXH64 = 1;
     static final int HEADER_BYTES = 64;
+    /** The header's CRC32C covers bytes [0, 60) and sits in its last four bytes. */
+    static final int HEADER_CRC_OFFSET = 60;
     private static final int CHUNK = 1 << 16;
 
     private FilterIO() {}
@@ -97,8 +99,8 @@ public final class FilterIO {
         h.putLong(40, rng);
         h.putLong(48, payload);
         CRC32C crc = new CRC32C();
-        crc.update(h.array(), 0, 56);
-        h.putInt(56, (int) crc.getValue());
+        crc.update(h.array(), 0, HEADER_CRC_OFFSET);
+        h.putInt(HEADER_CRC_OFFSET, (int) crc.getValue());
         return h;
     }
 
@@ -198,9 +200,12 @@ public final class FilterIO {
             throw new FilterFormatException("truncated: header has " + hb.length + " of " + HEADER_BYTES + " bytes");
         }
         CRC32C crc = new CRC32C();
-        crc.update(hb, 0, 56);
-        if ((int) crc.getValue() != h.getInt(56)) {
+        crc.update(hb, 0, HEADER_CRC_OFFSET);
+        if ((int) crc.getValue() != h.getInt(HEADER_CRC_OFFSET)) {
             throw new FilterFormatException("corrupt header: checksum mismatch");
+        }
+        if (h.getInt(56) != 0) {
+            throw new FilterFormatException("corrupt header: reserved bytes 56-59 are not zero");
         }
         FilterKind kind = FilterKind.ofCode(h.get(6) & 0xFF);
         if (kind == null) {
