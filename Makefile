@@ -10,6 +10,7 @@ help:
 	@echo "make demo           show Needle at work"
 	@echo "make test           run every test of every module"
 	@echo "make build          build the Java modules (skip tests)"
+	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make clean          remove build output"
 
@@ -25,10 +26,14 @@ build:
 	cd java && $(MVN) -DskipTests install
 
 demo: build
-	cd java && $(MVN) -q -pl needle-filter exec:java -Dexec.mainClass=dev.needle.filter.demo.FilterDemo
+	java -cp java/needle-filter/target/needle-filter-0.1.0-SNAPSHOT.jar dev.needle.filter.demo.FilterDemo
 
 bench-filters: build
 	bench/jvm-filters/run.sh
+
+# A 3-node cluster with the Needle plugin, in ./.cluster (stop it with: deploy/needle-cluster down).
+cluster: build
+	deploy/needle-cluster up -n 3 --with-needle java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar
 
 clean:
 	cd java && $(MVN) -q clean

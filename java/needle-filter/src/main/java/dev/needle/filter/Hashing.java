@@ -1,5 +1,6 @@
 package dev.needle.filter;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -20,6 +21,16 @@ public final class Hashing {
     /** XXH64(key, seed 0). */
     public static long hash(byte[] key) {
         return xxh64(key, 0, key.length, 0L);
+    }
+
+    /** XXH64(key, seed 0) of the buffer's remaining bytes; the buffer's position is not changed. */
+    public static long hash(ByteBuffer key) {
+        if (key.hasArray()) {
+            return xxh64(key.array(), key.arrayOffset() + key.position(), key.remaining(), 0L);
+        }
+        byte[] copy = new byte[key.remaining()];
+        key.duplicate().get(copy);
+        return hash(copy);
     }
 
     /** XXH64 of the UTF-8 bytes of {@code key}, seed 0. */

@@ -45,6 +45,17 @@ class HashingTest {
     }
 
     @Test
+    void byteBuffersHashLikeTheirBytes() {
+        byte[] data = "partition:42".getBytes(StandardCharsets.UTF_8);
+        java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(data.length + 3);
+        direct.put(new byte[] {9, 9, 9}).put(data).flip().position(3);
+        java.nio.ByteBuffer heap = java.nio.ByteBuffer.wrap(new byte[data.length + 5], 2, data.length).slice().put(data).flip();
+        assertEquals(Hashing.hash(data), Hashing.hash(direct));
+        assertEquals(3, direct.position(), "hashing moved the buffer");
+        assertEquals(Hashing.hash(data), Hashing.hash(heap));
+    }
+
+    @Test
     void hashOfSubrangeEqualsHashOfCopy() {
         byte[] big = new byte[200];
         for (int i = 0; i < big.length; i++) {

@@ -1,0 +1,265 @@
+"""Each node's files: cassandra.yaml, logback.xml and the java command line.
+
+Cassandra's published jar holds no configuration, so the tool writes a small
+cassandra.yaml of its own with only the settings a local cluster needs;
+everything else keeps Cassandra's built-in defaults.
+"""
+
+from pathlib import Path
+from urllib.parse import quote
+from xml.sax.saxutils import escape
+
+# The first three nodes are seeds: a node restarts only while some seed other
+# than itself answers, so with one seed a crashed node1 would pin the others.
+SEEDS = 3
+NATIVE_PORT = 9042
+STORAGE_PORT = 7000
+# JMX listens on 127.0.0.1 for every node, so each node needs its own port.
+JMX_BASE = 7199
+JMX_STEP = 10
+NUM_TOKENS = 16
+DEFAULT_HEAP = "1G"
+DEFAULT_QUERY_HANDLER = "dev.needle.cassandra.NeedleQueryHandler"
+MAIN_CLASS = "org.apache.cassandra.service.CassandraDaemon"
+NODETOOL_CLASS = "org.apache.cassandra.tools.NodeTool"
+# The command-line property that ties a process to its node folder: a pid is
+# acted on only when its command line carries this for the node in question.
+MARKER = "-Dneedle.node.dir="
+
+# Module access Cassandra needs on Java 11/17 (as in its jvm17-server.options).
+JPMS_OPTIONS = [
+    "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+    "--add-exports", "java.rmi/sun.rmi.registry=ALL-UNNAMED",
+    "--add-exports", "java.rmi/sun.rmi.server=ALL-UNNAMED",
+    "--add-exports", "java.sql/java.sql=ALL-UNNAMED",
+    "--add-exports", "java.base/java.lang.ref=ALL-UNNAMED",
+    "--add-exports", "jdk.unsupported/sun.misc=ALL-UNNAMED",
+    "--add-exports", "jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+    "--add-exports", "jdk.attach/sun.tools.attach=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang.module=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.loader=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.reflect=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.math=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.module=ALL-UNNAMED",
+    "--add-opens", "java.base/jdk.internal.util.jar=ALL-UNNAMED",
+    "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
+    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens", "java.base/java.io=ALL-UNNAMED",
+    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens", "jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+    "--add-opens", "java.base/java.net=ALL-UNNAMED",
+]
+
+
+def node_name(i):
+    return f"node{i}"
+
+
+def node_address(i):
+    """Node i listens on 127.0.0.i (the whole 127/8 range is loopback on Linux)."""
+    return f"127.0.0.{i}"
+
+
+def seeds(n):
+    """The seed list of an n-node cluster, as cassandra.yaml wants it."""
+    return ",".join(f"{node_address(i)}:{STORAGE_PORT}" for i in range(1, min(n, SEEDS) + 1))
+
+
+def jmx_port(i):
+    return JMX_BASE + (i - 1) * JMX_STEP
+
+
+def initial_tokens(i, n, num_tokens=NUM_TOKENS):
+    """Evenly interleaved vnode tokens for node i of n (Murmur3 range).
+
+    A fresh cluster gets fixed, balanced tokens so that nodes need not
+    bootstrap one after another and key placement is the same on every run.
+    """
+    total = n * num_tokens
+    step = (2 ** 64) // total
+    return [-(2 ** 63) + (j * n + (i - 1)) * step for j in range(num_tokens)]
+
+
+def _q(value):
+    """A single-quoted YAML scalar (paths may hold spaces, ':' or '#')."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def node_yaml(node_dir, i, n, cluster_name, overrides=None):
+    """Text of node i's cassandra.yaml; ``overrides`` maps top-level keys to YAML values."""
+    d = Path(node_dir)
+    addr = node_address(i)
+    settings = [
+        ("cluster_name", _q(cluster_name)),
+        ("num_tokens", str(NUM_TOKENS)),
+        ("initial_token", ",".join(str(t) for t in initial_tokens(i, n))),
+        ("allocate_tokens_for_local_replication_factor", "3"),
+        ("partitioner", "org.apache.cassandra.dht.Murmur3Partitioner"),
+        # All nodes of a new cluster start empty with fixed tokens: nothing to stream.
+        ("auto_bootstrap", "false"),
+        ("data_file_directories", f"\n  - {_q(d / 'data')}"),
+        ("commitlog_directory", _q(d / "commitlog")),
+        ("saved_caches_directory", _q(d / "saved_caches")),
+        ("hints_directory", _q(d / "hints")),
+        ("cdc_raw_directory", _q(d / "cdc_raw")),
+        ("commitlog_sync", "periodic"),
+        ("commitlog_sync_period", "10000ms"),
+        ("commitlog_segment_size", "32MiB"),
+        ("commitlog_total_space", "512MiB"),
+        ("seed_provider", "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider"
+                          f"\n    parameters:\n      - seeds: \"{seeds(n)}\""),
+        ("listen_address", addr),
+        ("broadcast_address", addr),
+        ("rpc_address", addr),
+        ("broadcast_rpc_address", addr),
+        ("storage_port", str(STORAGE_PORT)),
+        ("native_transport_port", str(NATIVE_PORT)),
+        ("start_native_transport", "true"),
+        ("endpoint_snitch", "SimpleSnitch"),
+        # Sized for a 2-core machine running several nodes at once.
+        ("concurrent_reads", "8"),
+        ("concurrent_writes", "16"),
+        ("concurrent_counter_writes", "8"),
+        ("concurrent_materialized_view_writes", "8"),
+        ("concurrent_compactors", "1"),
+        ("compaction_throughput", "64MiB/s"),
+        ("memtable_heap_space", "128MiB"),
+        ("memtable_offheap_space", "128MiB"),
+        ("key_cache_size", "16MiB"),
+        ("counter_cache_size", "8MiB"),
+        ("file_cache_size", "64MiB"),
+        # DROP/TRUNCATE would otherwise leave snapshots filling the disk.
+        ("auto_snapshot", "false"),
+    ]
+    merged = dict(settings)
+    for key, value in (overrides or {}).items():
+        merged[key] = value
+    lines = ["# Written by needle-cluster for node%d; regenerated on every start." % i]
+    for key, value in merged.items():
+        sep = ":" if value.startswith("\n") else ": "
+        lines.append(f"{key}{sep}{value}")
+    return "\n".join(lines) + "\n"
+
+
+def logback_xml(node_dir):
+    """Text of node logback.xml: system.log (INFO) and debug.log (DEBUG), rolled by size."""
+    logs = Path(escape(str(Path(node_dir) / "logs")))
+
+    def rolling(name, path, level, pattern):
+        return f"""  <appender name="{name}" class="ch.qos.logback.core.rolling.RollingFileAppender">
+    <filter class="ch.qos.logback.classic.filter.ThresholdFilter"><level>{level}</level></filter>
+    <file>{path}</file>
+    <rollingPolicy class="ch.qos.logback.core.rolling.FixedWindowRollingPolicy">
+      <fileNamePattern>{path}.%i.zip</fileNamePattern>
+      <minIndex>1</minIndex>
+      <maxIndex>5</maxIndex>
+    </rollingPolicy>
+    <triggeringPolicy class="ch.qos.logback.core.rolling.SizeBasedTriggeringPolicy">
+      <maxFileSize>50MB</maxFileSize>
+    </triggeringPolicy>
+    <encoder><pattern>{pattern}</pattern></encoder>
+  </appender>
+"""
+    pattern = "%-5level [%thread] %date{ISO8601} %F:%L - %msg%n"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            "<!-- Written by needle-cluster. -->\n"
+            '<configuration scan="false" debug="false">\n'
+            + rolling("SYSTEMLOG", logs / "system.log", "INFO", pattern)
+            + rolling("DEBUGFILE", logs / "debug.log", "DEBUG", pattern)
+            + """  <appender name="DEBUGLOG" class="ch.qos.logback.classic.AsyncAppender">
+    <queueSize>1024</queueSize>
+    <discardingThreshold>0</discardingThreshold>
+    <includeCallerData>true</includeCallerData>
+    <appender-ref ref="DEBUGFILE" />
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="SYSTEMLOG" />
+    <appender-ref ref="DEBUGLOG" />
+  </root>
+  <logger name="org.apache.cassandra" level="DEBUG" />
+  <logger name="dev.needle" level="DEBUG" />
+</configuration>
+""")
+
+
+def tools_logback_xml():
+    """logback.xml for nodetool: warnings only, to stderr."""
+    return """<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">
+    <target>System.err</target>
+    <encoder><pattern>%-5level %date{HH:mm:ss.SSS} %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="STDERR" /></root>
+</configuration>
+"""
+
+
+def classpath(node_dir, jars, needle_jar=None):
+    """Node classpath: its conf folder, Cassandra's jars, then the Needle jar.
+
+    The Needle jar goes last so nothing in it can shadow a Cassandra class.
+    """
+    parts = [str(Path(node_dir) / "conf")] + [str(j) for j in jars]
+    if needle_jar:
+        parts.append(str(needle_jar))
+    return ":".join(parts)
+
+
+def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None,
+                 query_handler=None, jvm_opts=()):
+    """The full java command line that runs node i from ``node_dir``."""
+    d = Path(node_dir)
+    jamm = [j for j in jars if Path(j).name.startswith("jamm-")]
+    cmd = [
+        str(java),
+        f"-Xms{heap}", f"-Xmx{heap}",
+        "-XX:+UseG1GC", "-XX:+ParallelRefProcEnabled", "-XX:MaxGCPauseMillis=300",
+        "-XX:+PerfDisableSharedMem", "-XX:+ExitOnOutOfMemoryError",
+        f"-XX:ErrorFile={d / 'logs' / 'hs_err_%p.log'}",
+        "-ea", "-da:net.openhft...",
+        "-Djava.net.preferIPv4Stack=true",
+        "-Djdk.attach.allowAttachSelf=true",
+        *JPMS_OPTIONS,
+        "-Dio.netty.tryReflectionSetAccessible=true",
+        "-Dio.netty.allocator.useCacheForAllThreads=true",
+        "-Dio.netty.allocator.maxOrder=11",
+    ]
+    if jamm:  # Cassandra measures object sizes with jamm as a Java agent.
+        cmd.append(f"-javaagent:{jamm[0]}")
+    cmd += [
+        f"-Dcassandra.jmx.local.port={jmx_port(i)}",
+        "-Dcassandra-foreground=yes",
+        f"-Dcassandra.config=file://{quote(str(d / 'conf' / 'cassandra.yaml'))}",
+        f"-Dcassandra.storagedir={d}",
+        f"-Dcassandra.logdir={d / 'logs'}",
+        f"-Dlogback.configurationFile={d / 'conf' / 'logback.xml'}",
+        # A local cluster has nothing to wait for: gossip on loopback is instant.
+        "-Dcassandra.ring_delay_ms=1000",
+        "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        f"{MARKER}{d}",
+    ]
+    if query_handler:
+        cmd.append(f"-Dcassandra.custom_query_handler_class={query_handler}")
+    cmd += list(jvm_opts)
+    cmd += ["-cp", classpath(d, jars, needle_jar), MAIN_CLASS]
+    return cmd
+
+
+def nodetool_command(java, jars, tools_logback, i, args):
+    """java command line running nodetool against node i's JMX port."""
+    return [
+        str(java), "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        "-Djava.net.preferIPv4Stack=true",
+        *JPMS_OPTIONS,
+        f"-Dlogback.configurationFile={tools_logback}",
+        "-cp", ":".join(str(j) for j in jars), NODETOOL_CLASS,
+        "-h", "127.0.0.1", "-p", str(jmx_port(i)), *args,
+    ]

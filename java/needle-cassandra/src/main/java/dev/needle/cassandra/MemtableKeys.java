@@ -1,0 +1,63 @@
+package dev.needle.cassandra;
+
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.cassandra.db.memtable.Memtable;
+
+/**
+ * The exact key set of one memtable, kept beside it from the write path: for each partition
+ * key written, the newest timestamp of live data written and the newest partition deletion.
+ * Dropped once the memtable's SSTables carry their own filters.
+ */
+final class MemtableKeys {
+    final Memtable memtable;
+    private final ConcurrentHashMap<ByteBuffer, Entry> entries = new ConcurrentHashMap<>();
+
+    MemtableKeys(Memtable memtable) {
+        this.memtable = memtable;
+    }
+
+    /** What one memtable holds for one partition key. Fields only grow, under the entry's lock. */
+    static final class Entry {
+        volatile long maxLiveTimestamp = Long.MIN_VALUE;
+        volatile long deletedAt = Long.MIN_VALUE;
+        volatile long localDeletionTime = Long.MIN_VALUE;
+
+        synchronized void live(long timestamp) {
+            if (timestamp > maxLiveTimestamp) {
+                maxLiveTimestamp = timestamp;
+            }
+        }
+
+        synchronized void deleted(long markedForDeleteAt, long localDeletion) {
+            if (markedForDeleteAt > deletedAt) {
+                deletedAt = markedForDeleteAt;
+                localDeletionTime = localDeletion;
+            }
+        }
+
+        Tombstone tombstone() {
+            long at = deletedAt;
+            return at == Long.MIN_VALUE ? null : new Tombstone(at, localDeletionTime);
+        }
+    }
+
+    /** The entry for a key, created on first use. The key is copied: write-path buffers may be reused. */
+    Entry entry(ByteBuffer key) {
+        Entry e = entries.get(key);
+        if (e != null) {
+            return e;
+        }
+        ByteBuffer copy = ByteBuffer.allocate(key.remaining());
+        copy.put(key.duplicate()).flip();
+        return entries.computeIfAbsent(copy, k -> new Entry());
+    }
+
+    Entry get(ByteBuffer key) {
+        return entries.get(key);
+    }
+
+    int size() {
+        return entries.size();
+    }
+}
