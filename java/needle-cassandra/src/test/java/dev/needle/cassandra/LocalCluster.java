@@ -73,6 +73,11 @@ final class LocalCluster implements AutoCloseable {
         return out;
     }
 
+    /** The cluster's folder (each node's files are under node1, node2, ...). */
+    Path dir() {
+        return dir;
+    }
+
     void flush(int node, String keyspace, String table) throws IOException {
         run("nodetool", String.valueOf(node), "flush", keyspace, table);
     }
