@@ -4,11 +4,12 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test demo test-java test-deploy build bench-filters cluster clean
+.PHONY: help test test-long demo test-java test-deploy build bench-filters cluster clean
 
 help:
 	@echo "make demo           show Needle at work"
 	@echo "make test           run every test of every module"
+	@echo "make test-long      the randomized Cassandra test with 100,000 operations"
 	@echo "make build          build the Java modules (skip tests)"
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
@@ -21,6 +22,10 @@ test-java:
 
 test-deploy:
 	$(PYTHON) -m pytest -q deploy/tests
+
+# The model-based Cassandra test at ten times the operations of `make test` (about an hour).
+test-long:
+	cd java && $(MVN) -pl needle-cassandra -am verify -Dit.test=ModelBasedIT -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000
 
 build:
 	cd java && $(MVN) -DskipTests install
