@@ -52,16 +52,7 @@ public final class NeedleQueryHandler implements QueryHandler {
     public ResultMessage process(CQLStatement statement, QueryState state, QueryOptions options,
                                  Map<String, ByteBuffer> customPayload, Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
-        if (statement instanceof SelectStatement select) {
-            Decision d = decide(select, state, options);
-            if (d.skip) {
-                return skipped(select, d.state);
-            }
-            ResultMessage result = stock.process(statement, state, options, customPayload, requestTime);
-            feedback(d, result);
-            return result;
-        }
-        return stock.process(statement, state, options, customPayload, requestTime);
+        return maybeSkip(statement, state, options, () -> stock.process(statement, state, options, customPayload, requestTime));
     }
 
     @Override
@@ -79,16 +70,23 @@ public final class NeedleQueryHandler implements QueryHandler {
     public ResultMessage processPrepared(CQLStatement statement, QueryState state, QueryOptions options,
                                          Map<String, ByteBuffer> customPayload, Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
-        if (statement instanceof SelectStatement select) {
-            Decision d = decide(select, state, options);
-            if (d.skip) {
-                return skipped(select, d.state);
-            }
-            ResultMessage result = stock.processPrepared(statement, state, options, customPayload, requestTime);
-            feedback(d, result);
-            return result;
+        return maybeSkip(statement, state, options,
+                () -> stock.processPrepared(statement, state, options, customPayload, requestTime));
+    }
+
+    /** Answers an eligible SELECT from the filters, or runs it the stock way and learns from an empty result. */
+    private static ResultMessage maybeSkip(CQLStatement statement, QueryState state, QueryOptions options,
+                                           java.util.function.Supplier<ResultMessage> stockWay) {
+        if (!(statement instanceof SelectStatement select)) {
+            return stockWay.get();
         }
-        return stock.processPrepared(statement, state, options, customPayload, requestTime);
+        Decision d = decide(select, state, options);
+        if (d.skip) {
+            return skipped(select, d.state);
+        }
+        ResultMessage result = stockWay.get();
+        feedback(d, result);
+        return result;
     }
 
     @Override

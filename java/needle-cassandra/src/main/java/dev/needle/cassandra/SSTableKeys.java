@@ -5,20 +5,13 @@ import dev.needle.filter.FilterIO;
 import dev.needle.filter.KeyState;
 import dev.needle.filter.KeyStateFilter;
 import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.Channels;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Map;
@@ -53,11 +46,7 @@ final class SSTableKeys {
 
     /** Writes atomically: temporary file, fsync, rename. */
     void write(Path file) throws IOException {
-        Files.createDirectories(file.getParent());
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING);
-             OutputStream out = new BufferedOutputStream(Channels.newOutputStream(ch), 1 << 16)) {
+        FilterIO.writeAtomically(file, out -> {
             int size = 20;
             for (ByteBuffer k : tombstones.keySet()) {
                 size += 4 + k.remaining() + 16;
@@ -73,14 +62,7 @@ final class SSTableKeys {
             out.write(head.array(), 0, size);
             out.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt((int) crc.getValue()).array());
             filter.writeTo(out);
-            out.flush();
-            ch.force(true);
-        }
-        try {
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
-        }
+        });
     }
 
     /** Reads a saved file; any damage is a {@link FilterFormatException} naming the file. */

@@ -344,9 +344,22 @@ final class TableKeyState implements INotificationConsumer {
 
     // ---- SSTables: flush and compaction ---------------------------------------------------
 
-    /** An observer that collects the key set of an SSTable being written. */
+    /** Operations that rewrite SSTables this node already has: their outputs inherit the inputs' deletions. */
+    private static final java.util.EnumSet<OperationType> REWRITES = java.util.EnumSet.of(OperationType.COMPACTION,
+            OperationType.MAJOR_COMPACTION, OperationType.TOMBSTONE_COMPACTION, OperationType.GARBAGE_COLLECT,
+            OperationType.CLEANUP, OperationType.SCRUB, OperationType.UPGRADE_SSTABLES, OperationType.RELOCATE,
+            OperationType.ANTICOMPACTION);
+
+    /**
+     * An observer that collects the key set of an SSTable being written by a flush or a rewrite,
+     * or null for anything else (streaming, imports): those SSTables are scanned once added, which
+     * also reads their partition deletions, invisible to an observer.
+     */
     SSTableFlushObserver observer(Descriptor descriptor, LifecycleNewTracker tracker) {
         OperationType op = tracker.opType();
+        if (op != OperationType.FLUSH && !REWRITES.contains(op)) {
+            return null;
+        }
         Map<ByteBuffer, Tombstone> inherited = new HashMap<>();
         List<MemtableKeys> flushing = new ArrayList<>();
         boolean flush = op == OperationType.FLUSH;
@@ -745,28 +758,24 @@ final class TableKeyState implements INotificationConsumer {
 
     // ---- statistics -----------------------------------------------------------------------
 
-    long filterBytes() {
-        long b = 0;
+    private long sumOverSSTables(java.util.function.ToLongFunction<SSTableKeys> f) {
+        long n = 0;
         for (SSTableKeys k : sstables) {
-            b += k.filter.sizeInBytes();
+            n += f.applyAsLong(k);
         }
-        return b;
+        return n;
+    }
+
+    long filterBytes() {
+        return sumOverSSTables(k -> k.filter.sizeInBytes());
     }
 
     long liveEntries() {
-        long n = 0;
-        for (SSTableKeys k : sstables) {
-            n += k.filter.liveCount();
-        }
-        return n;
+        return sumOverSSTables(k -> k.filter.liveCount());
     }
 
     long deletedEntries() {
-        long n = 0;
-        for (SSTableKeys k : sstables) {
-            n += k.filter.deletedCount();
-        }
-        return n;
+        return sumOverSSTables(k -> k.filter.deletedCount());
     }
 
     long memtableKeys() {

@@ -2,13 +2,10 @@ package dev.needle.filter;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.util.concurrent.locks.StampedLock;
 
 /** Table, lock and statistics shared by the cuckoo filters; the subclasses define what a lane means. */
-abstract class AbstractCuckooFilter implements Filter {
+abstract class AbstractCuckooFilter extends GuardedFilter implements Filter {
     final CuckooTable table;
-    /** Writers take the write lock; readers validate an optimistic stamp (see {@link Filter}). */
-    final StampedLock lock = new StampedLock();
 
     AbstractCuckooFilter(CuckooTable table) {
         this.table = table;
@@ -31,22 +28,12 @@ abstract class AbstractCuckooFilter implements Filter {
 
     /** Entries that failed to find a bucket and wait in the victim stash. */
     public int stashSize() {
-        long stamp = lock.readLock();
-        try {
-            return table.stashSize;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return (int) readLocked(() -> table.stashSize);
     }
 
     @Override
     public long count() {
-        long stamp = lock.readLock();
-        try {
-            return table.occupied;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return readLocked(() -> table.occupied);
     }
 
     @Override

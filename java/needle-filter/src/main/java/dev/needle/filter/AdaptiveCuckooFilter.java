@@ -68,12 +68,7 @@ public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements 
 
     /** How many entries changed fingerprint function because of reported false positives. */
     public long adaptations() {
-        long stamp = lock.readLock();
-        try {
-            return adaptations;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return readLocked(() -> adaptations);
     }
 
     long adaptationsUnlocked() {
@@ -91,30 +86,21 @@ public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements 
         long lane = laneOf(hash, 0);
         int b1 = buckets.first(hash);
         int b2 = buckets.second(hash);
-        long stamp = lock.writeLock();
-        try {
-            return table.insert(lane, hash, b1, b2, buckets);
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        return writeLocked(() -> table.insert(lane, hash, b1, b2, buckets));
     }
 
     @Override
     public boolean mightContainHash(long hash) {
-        long stamp = lock.tryOptimisticRead();
-        boolean found = probe(hash);
-        if (lock.validate(stamp)) {
-            return found;
-        }
-        stamp = lock.readLock();
-        try {
-            return probe(hash);
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return guardedProbe(hash);
     }
 
-    private boolean probe(long hash) {
+    @Override
+    public void mightContainBatch(long[] hashes, int from, int to, boolean[] out) {
+        guardedProbeBatch(hashes, from, to, out);
+    }
+
+    @Override
+    boolean probe(long hash) {
         CuckooTable t = table;
         int b1 = buckets.first(hash);
         int b2 = buckets.second(hash);

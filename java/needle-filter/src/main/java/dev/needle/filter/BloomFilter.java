@@ -2,7 +2,6 @@ package dev.needle.filter;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.util.concurrent.locks.StampedLock;
 
 /**
  * The baseline: a classic Bloom filter (k bit positions by double hashing of the key hash,
@@ -12,7 +11,7 @@ import java.util.concurrent.locks.StampedLock;
  *
  * <p>Thread safety: see {@link Filter}.
  */
-public final class BloomFilter implements KeyFilter, KeyStateFilter {
+public final class BloomFilter extends GuardedFilter implements KeyFilter, KeyStateFilter {
     /** At most 2^32 - 1 bits, so positions reduce with one 32x32-bit multiply. */
     static final long MAX_BITS = 0xFFFFFFFFL;
 
@@ -21,7 +20,6 @@ public final class BloomFilter implements KeyFilter, KeyStateFilter {
     final long designKeys;
     final long[] words;
     long count;
-    private final StampedLock lock = new StampedLock();
 
     BloomFilter(long numBits, int numHashes, long designKeys, long count) {
         if (numBits < 64 || numBits > MAX_BITS) {
@@ -70,12 +68,7 @@ public final class BloomFilter implements KeyFilter, KeyStateFilter {
 
     @Override
     public long count() {
-        long stamp = lock.readLock();
-        try {
-            return count;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return readLocked(() -> count);
     }
 
     /** The key count the filter was sized for; more keys raise the false-positive rate. */
@@ -97,8 +90,7 @@ public final class BloomFilter implements KeyFilter, KeyStateFilter {
 
     @Override
     public boolean insertHash(long hash) {
-        long stamp = lock.writeLock();
-        try {
+        return writeLocked(() -> {
             long g = hash;
             long step = Hashing.mix64(hash) | 1;
             for (int i = 0; i < numHashes; i++, g += step) {
@@ -107,12 +99,11 @@ public final class BloomFilter implements KeyFilter, KeyStateFilter {
             }
             count++;
             return true;
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        });
     }
 
-    private boolean probe(long hash) {
+    @Override
+    boolean probe(long hash) {
         long g = hash;
         long step = Hashing.mix64(hash) | 1;
         for (int i = 0; i < numHashes; i++, g += step) {
@@ -126,17 +117,12 @@ public final class BloomFilter implements KeyFilter, KeyStateFilter {
 
     @Override
     public boolean mightContainHash(long hash) {
-        long stamp = lock.tryOptimisticRead();
-        boolean found = probe(hash);
-        if (lock.validate(stamp)) {
-            return found;
-        }
-        stamp = lock.readLock();
-        try {
-            return probe(hash);
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return guardedProbe(hash);
+    }
+
+    @Override
+    public void mightContainBatch(long[] hashes, int from, int to, boolean[] out) {
+        guardedProbeBatch(hashes, from, to, out);
     }
 
     @Override

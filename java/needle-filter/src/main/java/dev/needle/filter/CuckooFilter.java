@@ -45,50 +45,22 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
         CuckooTable t = table;
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
-        long stamp = lock.writeLock();
-        try {
-            return t.insert(fp, 0, b1, t.alternateOf(b1, fp), null);
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        int b2 = t.alternateOf(b1, fp);
+        return writeLocked(() -> t.insert(fp, 0, b1, b2, null));
     }
 
     @Override
     public boolean mightContainHash(long hash) {
-        long stamp = lock.tryOptimisticRead();
-        boolean found = probe(hash);
-        if (lock.validate(stamp)) {
-            return found;
-        }
-        stamp = lock.readLock();
-        try {
-            return probe(hash);
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return guardedProbe(hash);
     }
 
     @Override
     public void mightContainBatch(long[] hashes, int from, int to, boolean[] out) {
-        // One stamp for the whole batch: validation costs a fence, so amortize it.
-        long stamp = lock.tryOptimisticRead();
-        for (int i = from; i < to; i++) {
-            out[i] = probe(hashes[i]);
-        }
-        if (lock.validate(stamp)) {
-            return;
-        }
-        stamp = lock.readLock();
-        try {
-            for (int i = from; i < to; i++) {
-                out[i] = probe(hashes[i]);
-            }
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        guardedProbeBatch(hashes, from, to, out);
     }
 
-    private boolean probe(long hash) {
+    @Override
+    boolean probe(long hash) {
         CuckooTable t = table;
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
@@ -106,8 +78,7 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
         int b2 = t.alternateOf(b1, fp);
-        long stamp = lock.writeLock();
-        try {
+        return writeLocked(() -> {
             int slot = t.findSlot(b1, fp, -1L);
             if (slot < 0) {
                 slot = t.findSlot(b2, fp, -1L);
@@ -122,8 +93,6 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
                 return true;
             }
             return false;
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        });
     }
 }

@@ -269,11 +269,7 @@ final class CuckooTable {
             long victim = lane(slot);
             setLane(slot, carried);
             carried = victim;
-            if (backing != null) {
-                long vb = backing[slot];
-                backing[slot] = carriedBacking;
-                carriedBacking = vb;
-            }
+            carriedBacking = swapBacking(slot, carriedBacking);
             bucket = alternateFor(bucket, carried, carriedBacking, keyed);
             if (placeInEmpty(bucket, carried, carriedBacking)) {
                 occupied++;
@@ -295,13 +291,19 @@ final class CuckooTable {
             long cur = lane(slot);
             setLane(slot, carried);
             carried = cur;
-            if (backing != null) {
-                long vb = backing[slot];
-                backing[slot] = carriedBacking;
-                carriedBacking = vb;
-            }
+            carriedBacking = swapBacking(slot, carriedBacking);
         }
         return false;
+    }
+
+    /** Puts a key hash into a slot's key store and returns the one it held (0 without a key store). */
+    private long swapBacking(int slot, long keyHash) {
+        if (backing == null) {
+            return 0;
+        }
+        long previous = backing[slot];
+        backing[slot] = keyHash;
+        return previous;
     }
 
     /** Empties a slot and gives stashed victims a chance to move back into the table. */

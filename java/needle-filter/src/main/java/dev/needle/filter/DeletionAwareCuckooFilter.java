@@ -46,22 +46,12 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
 
     @Override
     public long liveCount() {
-        long stamp = lock.readLock();
-        try {
-            return table.occupied - deleted;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return readLocked(() -> table.occupied - deleted);
     }
 
     @Override
     public long deletedCount() {
-        long stamp = lock.readLock();
-        try {
-            return deleted;
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return readLocked(() -> deleted);
     }
 
     @Override
@@ -74,49 +64,22 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
         CuckooTable t = table;
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
-        long stamp = lock.writeLock();
-        try {
-            return t.insert(fp, 0, b1, t.alternateOf(b1, fp), null);
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        int b2 = t.alternateOf(b1, fp);
+        return writeLocked(() -> t.insert(fp, 0, b1, b2, null));
     }
 
     @Override
     public KeyState lookupHash(long hash) {
-        long stamp = lock.tryOptimisticRead();
-        KeyState s = probe(hash);
-        if (lock.validate(stamp)) {
-            return s;
-        }
-        stamp = lock.readLock();
-        try {
-            return probe(hash);
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        return guardedProbeState(hash);
     }
 
     @Override
     public void lookupBatch(long[] hashes, int from, int to, KeyState[] out) {
-        long stamp = lock.tryOptimisticRead();
-        for (int i = from; i < to; i++) {
-            out[i] = probe(hashes[i]);
-        }
-        if (lock.validate(stamp)) {
-            return;
-        }
-        stamp = lock.readLock();
-        try {
-            for (int i = from; i < to; i++) {
-                out[i] = probe(hashes[i]);
-            }
-        } finally {
-            lock.unlockRead(stamp);
-        }
+        guardedProbeStateBatch(hashes, from, to, out);
     }
 
-    private KeyState probe(long hash) {
+    @Override
+    KeyState probeState(long hash) {
         CuckooTable t = table;
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
@@ -145,8 +108,7 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
         int b2 = t.alternateOf(b1, fp);
         long from = fromDeleted ? fp | deletedBit : fp;
         long to = remove ? 0 : (fromDeleted ? fp : fp | deletedBit);
-        long stamp = lock.writeLock();
-        try {
+        return writeLocked(() -> {
             int slot = t.findSlot(b1, from, -1L);
             if (slot < 0) {
                 slot = t.findSlot(b2, from, -1L);
@@ -172,9 +134,7 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
                 deleted++;
             }
             return true;
-        } finally {
-            lock.unlockWrite(stamp);
-        }
+        });
     }
 
     @Override

@@ -135,17 +135,29 @@ public final class FilterIO {
         }
     }
 
-    /**
-     * Writes a filter to {@code file} atomically: to a temporary file in the same folder,
-     * forced to disk, then renamed over the target. A crash leaves the old file or the new one.
-     */
+    /** Writes a filter to {@code file} atomically (see {@link #writeAtomically}). */
     public static void write(Filter filter, Path file) throws IOException {
+        writeAtomically(file, filter::writeTo);
+    }
+
+    /** Writes whatever {@code content} writes. */
+    @FunctionalInterface
+    public interface StreamWriter {
+        void writeTo(OutputStream out) throws IOException;
+    }
+
+    /**
+     * Writes a file atomically: to a temporary file in the same folder, forced to disk, then
+     * renamed over the target. A crash leaves the old file or the new one, never a mix.
+     */
+    public static void writeAtomically(Path file, StreamWriter content) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
+        Files.createDirectories(dir);
         Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
                  OutputStream out = new java.io.BufferedOutputStream(java.nio.channels.Channels.newOutputStream(ch), CHUNK)) {
-                filter.writeTo(out);
+                content.writeTo(out);
                 out.flush();
                 ch.force(true);
             }
