@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long demo test-java test-deploy build bench-filters cluster clean
+.PHONY: help test test-long demo test-java test-deploy test-rust build bench-filters bench-partition-index cluster clean
 
 help:
 	@echo "make demo           show Needle at work"
@@ -13,15 +13,20 @@ help:
 	@echo "make build          build the Java modules (skip tests)"
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
+	@echo "make bench-partition-index  the partition index against the published numbers"
 	@echo "make clean          remove build output"
 
-test: test-java test-deploy
+test: test-java test-deploy test-rust
 
 test-java:
 	cd java && $(MVN) install
 
 test-deploy:
 	$(PYTHON) -m pytest -q deploy/tests
+
+test-rust:
+	cd rust && cargo test --release
+	cd rust && cargo clippy --release --all-targets -- -D warnings
 
 # The model-based Cassandra test at ten times the operations of `make test` (about an hour).
 test-long:
@@ -36,9 +41,14 @@ demo: build
 bench-filters: build
 	bench/jvm-filters/run.sh
 
+# Partition index benchmarks (about 20 minutes, 25 GB of scratch space; cold runs need root).
+bench-partition-index:
+	bench/partition-index/run.sh
+
 # A 3-node cluster with the Needle plugin, in ./.cluster (stop it with: deploy/needle-cluster down).
 cluster: build
 	deploy/needle-cluster up -n 3 --with-needle java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar
 
 clean:
 	cd java && $(MVN) -q clean
+	cd rust && cargo clean

@@ -1,0 +1,326 @@
+//! `needle`: build, maintain and query partition indexes; index Parquet directories.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use needle_cli::pq::{self, IndexParquetOptions};
+use needle_cli::ValueType;
+use needle_index::{Config, Index, Options, Value};
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "needle", version, about = "Which of a million files may hold this value, in two reads")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TypeArg {
+    /// UTF-8 strings.
+    String,
+    /// 64-bit signed integers.
+    Int,
+    /// Binary values written in hexadecimal.
+    Binary,
+}
+
+impl From<TypeArg> for ValueType {
+    fn from(t: TypeArg) -> ValueType {
+        match t {
+            TypeArg::String => ValueType::String,
+            TypeArg::Int => ValueType::Int,
+            TypeArg::Binary => ValueType::Hex,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create an empty index.
+    Create {
+        /// Index directory (created).
+        index: PathBuf,
+        /// Buckets B shared by every partition's filter.
+        #[arg(long, default_value_t = 38_000)]
+        buckets: u32,
+        /// Fingerprint width in bits: 8, 16 or 32.
+        #[arg(long, default_value_t = 16)]
+        fingerprint_bits: u32,
+    },
+    /// Add a partition holding the values read from a file or stdin (one value per line).
+    Add {
+        /// Index directory.
+        index: PathBuf,
+        /// Partition id (for example a file path or URI).
+        partition: String,
+        /// File of values, one per line; stdin if absent or "-".
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// How lines are interpreted.
+        #[arg(long = "type", value_enum, default_value = "string")]
+        ty: TypeArg,
+    },
+    /// Remove a partition (every entry with this id).
+    RemovePartition {
+        /// Index directory.
+        index: PathBuf,
+        /// Partition id.
+        partition: String,
+    },
+    /// Delete values from a partition. Each value must have been added to it.
+    DeleteValue {
+        /// Index directory.
+        index: PathBuf,
+        /// Partition id.
+        partition: String,
+        /// Values to delete.
+        #[arg(required = true)]
+        values: Vec<String>,
+        /// How values are interpreted.
+        #[arg(long = "type", value_enum, default_value = "string")]
+        ty: TypeArg,
+    },
+    /// Print the candidate partitions of each value.
+    Query {
+        /// Index directory.
+        index: PathBuf,
+        /// Values to look up.
+        #[arg(required = true)]
+        values: Vec<String>,
+        /// How values are interpreted.
+        #[arg(long = "type", value_enum, default_value = "string")]
+        ty: TypeArg,
+    },
+    /// Partitions, values, occupancy, expected and measured false-positive rate, bytes.
+    Stats {
+        /// Index directory.
+        index: PathBuf,
+        /// Random absent values probed to measure the false-positive rate (0 to skip).
+        #[arg(long, default_value_t = 100_000)]
+        probes: u64,
+    },
+    /// Merge all segments into one, reclaiming removed partitions and deleted values.
+    Merge {
+        /// Index directory.
+        index: PathBuf,
+    },
+    /// Check every checksum of every file.
+    Verify {
+        /// Index directory.
+        index: PathBuf,
+    },
+    /// Index every Parquet file (or row group) of a directory on one column.
+    IndexParquet {
+        /// Directory of Parquet files (searched recursively).
+        dir: PathBuf,
+        /// Top-level column to index (strings, binary or integers).
+        #[arg(long)]
+        column: String,
+        /// One partition per row group instead of per file.
+        #[arg(long)]
+        row_groups: bool,
+        /// Buckets (default: sized for ~3 slots per bucket for the median file).
+        #[arg(long)]
+        buckets: Option<u32>,
+        /// Fingerprint width in bits.
+        #[arg(long, default_value_t = 16)]
+        fingerprint_bits: u32,
+        /// Index directory (default DIR/.needle-index).
+        #[arg(long)]
+        index: Option<PathBuf>,
+    },
+    /// Find the candidate files of a value and print the rows holding it.
+    Lookup {
+        /// Directory indexed by index-parquet.
+        dir: PathBuf,
+        /// Value of the indexed column.
+        value: String,
+        /// Index directory (default DIR/.needle-index).
+        #[arg(long)]
+        index: Option<PathBuf>,
+        /// Only print the candidate files.
+        #[arg(long)]
+        candidates_only: bool,
+    },
+}
+
+fn spinner(msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new_spinner();
+    pb.set_style(ProgressStyle::with_template("{spinner} {msg} {pos} [{elapsed}]").unwrap());
+    pb.set_message(msg.to_string());
+    pb
+}
+
+fn bar(len: u64, msg: &str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    pb.set_style(ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} [{elapsed}<{eta}]").unwrap().progress_chars("=> "));
+    pb.set_message(msg.to_string());
+    pb
+}
+
+fn open_with(index: &PathBuf, read_only: bool) -> Result<Index, String> {
+    if !index.join("MANIFEST").exists() {
+        return Err(format!("{} is not an index (no MANIFEST); create one with `needle create`", index.display()));
+    }
+    Index::open(index, Options { read_only, ..Options::default() }).map_err(|e| e.to_string())
+}
+
+fn open(index: &PathBuf) -> Result<Index, String> {
+    open_with(index, false)
+}
+
+/// Queries take a shared lock, so several can run at once.
+fn open_ro(index: &PathBuf) -> Result<Index, String> {
+    open_with(index, true)
+}
+
+fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>, String> {
+    values.iter().map(|s| ValueType::from(ty).parse(s)).collect()
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.cmd {
+        Cmd::Create { index, buckets, fingerprint_bits } => {
+            Index::create(&index, Config { buckets, fingerprint_bits }, Options::default()).map_err(|e| e.to_string())?;
+            println!("created {} ({buckets} buckets, {fingerprint_bits}-bit fingerprints)", index.display());
+        }
+        Cmd::Add { index, partition, file, ty } => {
+            let ix = open(&index)?;
+            let reader: Box<dyn BufRead> = match &file {
+                Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?)),
+                _ => Box::new(std::io::stdin().lock()),
+            };
+            let pb = spinner("reading values");
+            let mut hashes = Vec::new();
+            for (n, line) in reader.lines().enumerate() {
+                let line = line.map_err(|e| format!("cannot read input: {e}"))?;
+                let line = line.strip_suffix('\r').unwrap_or(&line);
+                let v = ValueType::from(ty).parse(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+                hashes.push(v.hash());
+                if n % 65536 == 0 {
+                    pb.set_position(n as u64);
+                }
+            }
+            pb.finish_and_clear();
+            ix.append_hashes(&partition, &hashes).map_err(|e| e.to_string())?;
+            ix.flush().map_err(|e| e.to_string())?;
+            ix.maybe_merge(8).map_err(|e| e.to_string())?;
+            println!("added partition {partition:?} with {} values", hashes.len());
+        }
+        Cmd::RemovePartition { index, partition } => {
+            let ix = open(&index)?;
+            ix.remove_partition(&partition).map_err(|e| e.to_string())?;
+            ix.flush().map_err(|e| e.to_string())?;
+            println!("removed partition {partition:?}");
+        }
+        Cmd::DeleteValue { index, partition, values, ty } => {
+            let ix = open(&index)?;
+            let vals = parse_all(ty, &values)?;
+            ix.delete_values(&partition, &vals).map_err(|e| e.to_string())?;
+            ix.flush().map_err(|e| e.to_string())?;
+            println!("deleted {} values from {partition:?}", vals.len());
+        }
+        Cmd::Query { index, values, ty } => {
+            let ix = open_ro(&index)?;
+            let vals = parse_all(ty, &values)?;
+            for (s, v) in values.iter().zip(&vals) {
+                let c = ix.query(v).map_err(|e| e.to_string())?;
+                if vals.len() > 1 {
+                    println!("{s}:");
+                }
+                for id in c {
+                    println!("{id}");
+                }
+            }
+        }
+        Cmd::Stats { index, probes } => {
+            let ix = open_ro(&index)?;
+            let st = ix.stats();
+            println!("buckets               {}", st.buckets);
+            println!("fingerprint bits      {}", st.fingerprint_bits);
+            println!("segments              {}", st.segments);
+            println!("partitions            {} ({} distinct ids, {} in memtable, {} removed awaiting merge)", st.partitions, st.distinct_ids, st.memtable_partitions, st.removed_partitions);
+            println!("values                {}", st.values);
+            println!("slots                 {}", st.slots);
+            println!("occupancy             {:.4}", st.occupancy);
+            println!("expected FPR          {:.3e} per partition (occupancy x 2b / (2^f - 1))", st.expected_fpr);
+            println!("bytes on disk         {} ({:.2} per value)", st.bytes_on_disk, st.bytes_on_disk as f64 / st.values.max(1) as f64);
+            if probes > 0 && st.distinct_ids > 0 {
+                let pb = bar(probes, "probing absent values");
+                let mut s = 0x5EED_u64;
+                let mut hits = 0u64;
+                for i in 0..probes {
+                    s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                    let mut z = s;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    hits += ix.query_hash(z ^ (z >> 31)).map_err(|e| e.to_string())?.len() as u64;
+                    if i % 4096 == 0 {
+                        pb.set_position(i);
+                    }
+                }
+                pb.finish_and_clear();
+                println!("measured FPR          {:.3e} per partition ({hits} false candidates in {probes} random probes)", hits as f64 / (probes as f64 * st.distinct_ids as f64));
+            }
+        }
+        Cmd::Merge { index } => {
+            let ix = open(&index)?;
+            let pb = spinner("merging");
+            pb.enable_steady_tick(std::time::Duration::from_millis(200));
+            ix.flush().map_err(|e| e.to_string())?;
+            let r = ix.merge().map_err(|e| e.to_string())?;
+            pb.finish_and_clear();
+            match r {
+                Some(r) => println!("merged {} segments: {} partitions kept, {} removed partitions reclaimed, {} bytes", r.inputs, r.partitions, r.reclaimed, r.bytes),
+                None => println!("nothing to merge"),
+            }
+        }
+        Cmd::Verify { index } => {
+            let ix = open_ro(&index)?;
+            ix.verify().map_err(|e| e.to_string())?;
+            println!("ok");
+        }
+        Cmd::IndexParquet { dir, column, row_groups, buckets, fingerprint_bits, index } => {
+            if !matches!(fingerprint_bits, 8 | 16 | 32) {
+                return Err("--fingerprint-bits must be 8, 16 or 32".into());
+            }
+            let o = IndexParquetOptions { column, row_groups, buckets, fingerprint_bits, index };
+            let mut pb: Option<ProgressBar> = None;
+            let r = pq::index_dir(&dir, &o, |done, total, name| {
+                let p = pb.get_or_insert_with(|| bar(total as u64, "indexing"));
+                p.set_position(done as u64);
+                p.set_message(name.to_string());
+            })?;
+            if let Some(p) = pb {
+                p.finish_and_clear();
+            }
+            println!("indexed {} partitions ({} values); {} unchanged, {} removed", r.added, r.values, r.unchanged, r.removed);
+        }
+        Cmd::Lookup { dir, value, index, candidates_only } => {
+            let r = pq::lookup(&dir, index.as_deref(), &value)?;
+            eprintln!("{} candidate partitions", r.candidates.len());
+            if candidates_only {
+                for c in &r.candidates {
+                    println!("{c}");
+                }
+            } else {
+                for row in &r.rows {
+                    println!("{}\t{}\t{}", row.file, row.row, row.text);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("needle: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

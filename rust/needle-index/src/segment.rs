@@ -1,0 +1,264 @@
+//! Immutable bucket-major segment files.
+//!
+//! Layout (all integers little-endian; see format/partition-index-v1.md):
+//! a 64-byte header, the partition table and its CRC32C, zero padding to a 4096-byte
+//! boundary, then one row per bucket: the slots of every partition of the segment,
+//! followed by the CRC32C of (bucket number, row). A query reads one row per candidate
+//! bucket: two contiguous reads, each carrying its own checksum.
+
+use crate::error::{Dec, Enc, Error, Result};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+pub(crate) const SEG_MAGIC: &[u8; 8] = b"NDLSEGv1";
+pub(crate) const SEG_VERSION: u32 = 1;
+const HEADER_LEN: usize = 64;
+const DATA_ALIGN: u64 = 4096;
+
+/// One partition's entry in a segment's partition table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegPart {
+    /// Index-wide unique number of this partition entry.
+    pub uid: u64,
+    /// Number of values stored when the segment was written.
+    pub count: u64,
+    /// Slots per bucket.
+    pub slots: u32,
+    /// Caller's partition id.
+    pub id: String,
+}
+
+/// An open segment file.
+#[derive(Debug)]
+pub struct Segment {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) id: u64,
+    pub(crate) bits: u32,
+    pub(crate) buckets: u32,
+    pub(crate) row_slots: u64,
+    pub(crate) parts: Vec<SegPart>,
+    /// `offsets[k]` is the first slot of partition k in every row; `offsets[n] = row_slots`.
+    pub(crate) offsets: Vec<u64>,
+    pub(crate) data_off: u64,
+    pub(crate) file_len: u64,
+}
+
+/// File name of segment `id`.
+pub fn seg_name(id: u64) -> String {
+    format!("seg-{id:016x}.nseg")
+}
+
+impl Segment {
+    /// Bytes of fingerprints per row (without the row checksum).
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.row_slots as usize * (self.bits as usize / 8)
+    }
+
+    /// The partition holding slot `pos` of a row.
+    pub(crate) fn part_of(&self, pos: u64) -> usize {
+        self.offsets.partition_point(|&o| o <= pos) - 1
+    }
+
+    /// Reads row `bucket` into `buf` (resized) and, if `verify`, checks its CRC.
+    pub(crate) fn read_row<'b>(&self, bucket: u32, buf: &'b mut Vec<u8>, verify: bool) -> Result<&'b [u8]> {
+        let rb = self.row_bytes();
+        buf.resize(rb + 4, 0);
+        if rb == 0 {
+            return Ok(&buf[..0]);
+        }
+        let off = self.data_off + bucket as u64 * (rb as u64 + 4);
+        self.file.read_exact_at(&mut buf[..], off).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                Error::corrupt(&self.path, format!("truncated in row of bucket {bucket}"))
+            } else {
+                Error::io(&self.path, e)
+            }
+        })?;
+        if verify {
+            let want = u32::from_le_bytes(buf[rb..rb + 4].try_into().unwrap());
+            if row_crc(bucket, &buf[..rb]) != want {
+                return Err(Error::corrupt(&self.path, format!("checksum mismatch in row of bucket {bucket}")));
+            }
+        }
+        Ok(&buf[..rb])
+    }
+
+    /// Opens and validates a segment: header, partition table, file length.
+    pub fn open(path: &Path) -> Result<Segment> {
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut head = [0u8; HEADER_LEN];
+        file.read_exact(&mut head).map_err(|_| Error::corrupt(path, "truncated header"))?;
+        let mut d = Dec::new(&head, path);
+        if d.take(8)? != SEG_MAGIC {
+            return Err(Error::corrupt(path, "not a segment file (bad magic)"));
+        }
+        let crc = u32::from_le_bytes(head[56..60].try_into().unwrap());
+        if crc32c::crc32c(&head[..56]) != crc {
+            return Err(Error::corrupt(path, "header checksum mismatch"));
+        }
+        let version = d.u32()?;
+        if version != SEG_VERSION {
+            return Err(Error::corrupt(path, format!("unsupported segment version {version}")));
+        }
+        let bits = d.u32()?;
+        let buckets = d.u32()?;
+        let nparts = d.u32()? as usize;
+        let row_slots = d.u64()?;
+        let id = d.u64()?;
+        let table_len = d.u64()?;
+        let data_off = d.u64()?;
+        if !matches!(bits, 8 | 16 | 32) || buckets == 0 || data_off < HEADER_LEN as u64 + table_len {
+            return Err(Error::corrupt(path, "impossible header fields"));
+        }
+        let row_bytes = row_slots * (bits as u64 / 8);
+        let want_len = data_off
+            .checked_add(buckets as u64 * if row_bytes == 0 { 0 } else { row_bytes + 4 })
+            .ok_or_else(|| Error::corrupt(path, "impossible header fields"))?;
+        if file_len != want_len {
+            return Err(Error::corrupt(path, format!("file is {file_len} bytes, header implies {want_len} (truncated?)")));
+        }
+        if table_len < 4 || table_len > file_len {
+            return Err(Error::corrupt(path, "impossible partition table length"));
+        }
+        let mut table = vec![0u8; table_len as usize];
+        file.read_exact_at(&mut table, HEADER_LEN as u64).map_err(|e| Error::io(path, e))?;
+        let (body, crc) = table.split_at(table.len() - 4);
+        if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+            return Err(Error::corrupt(path, "partition table checksum mismatch"));
+        }
+        let mut d = Dec::new(body, path);
+        let mut parts = Vec::with_capacity(nparts);
+        let mut offsets = Vec::with_capacity(nparts + 1);
+        let mut acc = 0u64;
+        for _ in 0..nparts {
+            let uid = d.u64()?;
+            let count = d.u64()?;
+            let slots = d.u32()?;
+            let pid = d.str()?;
+            offsets.push(acc);
+            acc += slots as u64;
+            parts.push(SegPart { uid, count, slots, id: pid });
+        }
+        offsets.push(acc);
+        if acc != row_slots || !d.done() {
+            return Err(Error::corrupt(path, "partition table does not match the row width"));
+        }
+        Ok(Segment { path: path.to_path_buf(), file, id, bits, buckets, row_slots, parts, offsets, data_off, file_len })
+    }
+
+    /// Reads every row and checks its checksum.
+    pub fn verify(&self) -> Result<()> {
+        let mut buf = Vec::new();
+        for b in 0..self.buckets {
+            self.read_row(b, &mut buf, true)?;
+        }
+        Ok(())
+    }
+}
+
+/// CRC32C of a row, seeded with its bucket number so a misplaced row is caught too.
+pub(crate) fn row_crc(bucket: u32, row: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&bucket.to_le_bytes()), row)
+}
+
+/// Streams a segment file: header and table first, then rows in bucket order.
+pub(crate) struct SegmentWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    width: usize,
+    row_bytes: usize,
+    buckets: u32,
+    next_bucket: u32,
+}
+
+impl SegmentWriter {
+    /// Creates `path` (which must not exist) for partitions `parts`.
+    pub fn create(path: &Path, id: u64, bits: u32, buckets: u32, parts: &[SegPart]) -> Result<SegmentWriter> {
+        let row_slots: u64 = parts.iter().map(|p| p.slots as u64).sum();
+        if row_slots >= u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!("a segment row of {row_slots} slots is too wide; use more buckets")));
+        }
+        let mut t = Enc::default();
+        for p in parts {
+            t.u64(p.uid);
+            t.u64(p.count);
+            t.u32(p.slots);
+            t.str(&p.id);
+        }
+        let crc = crc32c::crc32c(&t.0);
+        t.u32(crc);
+        let table_len = t.0.len() as u64;
+        let data_off = (HEADER_LEN as u64 + table_len).div_ceil(DATA_ALIGN) * DATA_ALIGN;
+        let mut h = Enc::default();
+        h.bytes(SEG_MAGIC);
+        h.u32(SEG_VERSION);
+        h.u32(bits);
+        h.u32(buckets);
+        h.u32(parts.len() as u32);
+        h.u64(row_slots);
+        h.u64(id);
+        h.u64(table_len);
+        h.u64(data_off);
+        let crc = crc32c::crc32c(&h.0);
+        h.u32(crc);
+        h.u32(0);
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| Error::io(path, e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, f);
+        let io = |e| Error::io(path, e);
+        out.write_all(&h.0).map_err(io)?;
+        out.write_all(&t.0).map_err(io)?;
+        out.write_all(&vec![0u8; (data_off - HEADER_LEN as u64 - table_len) as usize]).map_err(io)?;
+        let width = bits as usize / 8;
+        Ok(SegmentWriter { path: path.to_path_buf(), out, width, row_bytes: row_slots as usize * width, buckets, next_bucket: 0 })
+    }
+
+    /// Bytes each row must have.
+    pub fn row_bytes(&self) -> usize {
+        self.row_bytes
+    }
+
+    /// Fingerprint width in bytes.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Appends the next row (bucket `next_bucket`).
+    pub fn write_row(&mut self, row: &[u8]) -> Result<()> {
+        assert_eq!(row.len(), self.row_bytes);
+        if self.row_bytes == 0 {
+            self.next_bucket += 1;
+            return Ok(());
+        }
+        let crc = row_crc(self.next_bucket, row);
+        self.out.write_all(row).map_err(|e| Error::io(&self.path, e))?;
+        self.out.write_all(&crc.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
+        self.next_bucket += 1;
+        Ok(())
+    }
+
+    /// Flushes and fsyncs the file.
+    pub fn finish(self) -> Result<()> {
+        assert_eq!(self.next_bucket, self.buckets, "every row must be written");
+        let path = self.path.clone();
+        let f = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&path, e))
+    }
+}
+
+/// Writes fingerprint `fp` into slot `i` of a little-endian row of `width`-byte slots.
+#[inline]
+pub(crate) fn put_fp(row: &mut [u8], width: usize, i: usize, fp: u32) {
+    row[i * width..(i + 1) * width].copy_from_slice(&fp.to_le_bytes()[..width]);
+}
+
+/// Reads fingerprint `i` of a little-endian row of `width`-byte slots.
+#[inline]
+pub(crate) fn get_fp(row: &[u8], width: usize, i: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b[..width].copy_from_slice(&row[i * width..(i + 1) * width]);
+    u32::from_le_bytes(b)
+}

@@ -1,0 +1,90 @@
+//! Readers query while a writer appends, deletes, removes, flushes and merges: readers
+//! never block, never fail and never miss a value that stays in the index.
+
+mod common;
+use common::create;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+#[test]
+fn readers_see_stable_values_throughout_writes_and_merges() {
+    let dir = tempfile::tempdir().unwrap();
+    let ix = Arc::new(create(dir.path(), 700, 16));
+    // Values 0..20,000 in "stable" stay for the whole test.
+    let stable: Vec<u64> = (0..20_000).map(needle_index::hash_i64).collect();
+    ix.append_hashes("stable", &stable).unwrap();
+    let stop = AtomicBool::new(false);
+    let queries = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let (ix, stable, stop, queries) = (&ix, &stable, &stop, &queries);
+            s.spawn(move || {
+                let mut i = t;
+                while !stop.load(Ordering::Relaxed) {
+                    let c = ix.query_hash(stable[i % stable.len()]).unwrap();
+                    assert!(c.iter().any(|id| id == "stable"), "stable value {i} missing");
+                    i += 7;
+                    queries.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        for round in 0..60i64 {
+            let hs: Vec<u64> = (0..3000).map(|v| needle_index::hash_i64(1_000_000 + round * 10_000 + v)).collect();
+            let id = format!("churn-{}", round % 7);
+            ix.append_hashes(&id, &hs).unwrap();
+            ix.delete_hashes(&id, &hs[..500]).unwrap();
+            if round % 5 == 4 {
+                ix.remove_partition(&format!("churn-{}", (round + 3) % 7)).ok();
+            }
+            if round % 3 == 0 {
+                ix.flush().unwrap();
+            }
+            if round % 10 == 9 {
+                ix.merge().unwrap();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(queries.load(Ordering::Relaxed) > 1000);
+}
+
+/// Deletes racing merges that rebuild (combine) entries: the deletes made while a merge
+/// runs are carried into the rebuilt filter, none lost and none applied twice.
+#[test]
+fn deletes_during_rebuilding_merges_are_carried_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let ix = create(dir.path(), 500, 16);
+    let mut kept: Vec<u64> = Vec::new();
+    for round in 0..12i64 {
+        let vals: Vec<u64> = (0..4000).map(|v| needle_index::hash_i64(round * 100_000 + v)).collect();
+        ix.append_hashes("dup", &vals[..2000]).unwrap();
+        ix.append_hashes("dup", &vals[2000..]).unwrap();
+        ix.flush().unwrap();
+        let (del, keep) = vals.split_at(1500);
+        kept.extend_from_slice(keep);
+        std::thread::scope(|s| {
+            let ix = &ix;
+            s.spawn(move || {
+                for chunk in del.chunks(25) {
+                    ix.delete_hashes("dup", chunk).unwrap();
+                }
+            });
+            for _ in 0..4 {
+                ix.merge().unwrap();
+            }
+        });
+        let total: u64 = ix.partitions().iter().filter(|p| !p.removed).map(|p| p.values).sum();
+        assert_eq!(total, kept.len() as u64);
+    }
+    ix.merge().unwrap();
+    assert_eq!(ix.partitions().len(), 1);
+    for &h in &kept {
+        assert!(ix.query_hash(h).unwrap().contains(&"dup".to_string()));
+    }
+    drop(ix);
+    let ix = needle_index::Index::open(dir.path(), common::fast_opts()).unwrap();
+    assert_eq!(ix.partitions()[0].values, kept.len() as u64);
+    for &h in &kept {
+        assert!(ix.query_hash(h).unwrap().contains(&"dup".to_string()));
+    }
+}
