@@ -148,10 +148,6 @@ public abstract class Library {
         return false;
     }
 
-    static void writeNeedle(dev.needle.filter.Filter f, Path file) throws IOException {
-        FilterIO.write(f, file);
-    }
-
     static void writeJava(Object o, Path file) throws IOException {
         try (ObjectOutputStream out = new ObjectOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16))) {
             out.writeObject(o);
@@ -173,23 +169,53 @@ public abstract class Library {
 
     // ---- Needle --------------------------------------------------------------------------------
 
-    static class NeedleCuckoo extends Library {
-        CuckooFilter f;
+    /** What every Needle filter shares here: its own serialization, size and count APIs. */
+    abstract static class NeedleLibrary<F extends dev.needle.filter.Filter> extends Library {
+        F f;
+        private final Class<F> type;
+
+        NeedleLibrary(int n, double fpp, Class<F> type) {
+            super(n, fpp);
+            this.type = type;
+        }
 
         @Override
         public boolean saveTo(Path file) throws IOException {
-            writeNeedle(f, file);
+            FilterIO.write(f, file);
             return true;
         }
 
         @Override
         public boolean loadFrom(Path file) throws IOException {
-            f = (CuckooFilter) FilterIO.read(file);
+            f = type.cast(FilterIO.read(file));
             return true;
         }
 
+        @Override
+        public Object filter() {
+            return f;
+        }
+
+        @Override
+        public long sizeBits() {
+            return f.sizeInBytes() * 8;
+        }
+
+        @Override
+        public String sizeSource() {
+            return type.getSimpleName() + ".sizeInBytes()";
+        }
+
+        @Override
+        public long count() {
+            return f.count();
+        }
+    }
+
+    static class NeedleCuckoo extends NeedleLibrary<CuckooFilter> {
+
         NeedleCuckoo(int n, double fpp) {
-            super(n, fpp);
+            super(n, fpp, CuckooFilter.class);
         }
 
         long hashOf(long key) {
@@ -225,21 +251,6 @@ public abstract class Library {
         }
 
         @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.sizeInBytes() * 8;
-        }
-
-        @Override
-        public String sizeSource() {
-            return "CuckooFilter.sizeInBytes()";
-        }
-
-        @Override
         public Double load() {
             return f.load();
         }
@@ -247,11 +258,6 @@ public abstract class Library {
         @Override
         public Integer fingerprintBits() {
             return f.fingerprintBits();
-        }
-
-        @Override
-        public long count() {
-            return f.count();
         }
 
         @Override
@@ -313,23 +319,10 @@ public abstract class Library {
         }
     }
 
-    static final class NeedleDeletionAware extends Library {
-        DeletionAwareCuckooFilter f;
-
-        @Override
-        public boolean saveTo(Path file) throws IOException {
-            writeNeedle(f, file);
-            return true;
-        }
-
-        @Override
-        public boolean loadFrom(Path file) throws IOException {
-            f = (DeletionAwareCuckooFilter) FilterIO.read(file);
-            return true;
-        }
+    static final class NeedleDeletionAware extends NeedleLibrary<DeletionAwareCuckooFilter> {
 
         NeedleDeletionAware(int n, double fpp) {
-            super(n, fpp);
+            super(n, fpp, DeletionAwareCuckooFilter.class);
         }
 
         @Override
@@ -363,21 +356,6 @@ public abstract class Library {
         }
 
         @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.sizeInBytes() * 8;
-        }
-
-        @Override
-        public String sizeSource() {
-            return "DeletionAwareCuckooFilter.sizeInBytes()";
-        }
-
-        @Override
         public Double load() {
             return f.load();
         }
@@ -393,33 +371,15 @@ public abstract class Library {
         }
 
         @Override
-        public long count() {
-            return f.count();
-        }
-
-        @Override
         public String variant() {
             return "DeletionAwareCuckooFilter b=4 f=" + f.fingerprintBits() + "+1 state bit";
         }
     }
 
-    static final class NeedleAdaptive extends Library {
-        AdaptiveCuckooFilter f;
-
-        @Override
-        public boolean saveTo(Path file) throws IOException {
-            writeNeedle(f, file);
-            return true;
-        }
-
-        @Override
-        public boolean loadFrom(Path file) throws IOException {
-            f = (AdaptiveCuckooFilter) FilterIO.read(file);
-            return true;
-        }
+    static final class NeedleAdaptive extends NeedleLibrary<AdaptiveCuckooFilter> {
 
         NeedleAdaptive(int n, double fpp) {
-            super(n, fpp);
+            super(n, fpp, AdaptiveCuckooFilter.class);
         }
 
         @Override
@@ -451,23 +411,8 @@ public abstract class Library {
         }
 
         @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.sizeInBytes() * 8;
-        }
-
-        @Override
         public long extraBits() {
             return f.keyStoreBytes() * 8;
-        }
-
-        @Override
-        public String sizeSource() {
-            return "AdaptiveCuckooFilter.sizeInBytes() (filter proper; keyStoreBytes() reported apart)";
         }
 
         @Override
@@ -486,33 +431,15 @@ public abstract class Library {
         }
 
         @Override
-        public long count() {
-            return f.count();
-        }
-
-        @Override
         public String variant() {
             return "AdaptiveCuckooFilter b=4 f=" + f.fingerprintBits() + "+2 selector bits, 64-bit key store";
         }
     }
 
-    static final class NeedleBloom extends Library {
-        BloomFilter f;
-
-        @Override
-        public boolean saveTo(Path file) throws IOException {
-            writeNeedle(f, file);
-            return true;
-        }
-
-        @Override
-        public boolean loadFrom(Path file) throws IOException {
-            f = (BloomFilter) FilterIO.read(file);
-            return true;
-        }
+    static final class NeedleBloom extends NeedleLibrary<BloomFilter> {
 
         NeedleBloom(int n, double fpp) {
-            super(n, fpp);
+            super(n, fpp, BloomFilter.class);
         }
 
         @Override
@@ -531,26 +458,6 @@ public abstract class Library {
         @Override
         public boolean contains(long key) {
             return f.mightContainHash(key);
-        }
-
-        @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.sizeInBytes() * 8;
-        }
-
-        @Override
-        public String sizeSource() {
-            return "BloomFilter.sizeInBytes()";
-        }
-
-        @Override
-        public long count() {
-            return f.count();
         }
 
         @Override
