@@ -11,6 +11,15 @@ abstract class AbstractCuckooFilter extends GuardedFilter implements Filter {
         this.table = table;
     }
 
+    /** Inserts the key's bare fingerprint (a live entry) with partial-key buckets. */
+    final boolean insertFingerprint(long hash) {
+        CuckooTable t = table;
+        long fp = t.fingerprintOf(hash);
+        int b1 = t.bucketOf(hash);
+        int b2 = t.alternateOf(b1, fp);
+        return writeLocked(() -> t.insert(fp, 0, b1, b2, null));
+    }
+
     /** Fingerprint width in bits. */
     public int fingerprintBits() {
         return table.fingerprintBits;

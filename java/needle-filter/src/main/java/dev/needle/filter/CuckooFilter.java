@@ -42,11 +42,7 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
 
     @Override
     public boolean insertHash(long hash) {
-        CuckooTable t = table;
-        long fp = t.fingerprintOf(hash);
-        int b1 = t.bucketOf(hash);
-        int b2 = t.alternateOf(b1, fp);
-        return writeLocked(() -> t.insert(fp, 0, b1, b2, null));
+        return insertFingerprint(hash);
     }
 
     @Override
@@ -78,21 +74,6 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
         long fp = t.fingerprintOf(hash);
         int b1 = t.bucketOf(hash);
         int b2 = t.alternateOf(b1, fp);
-        return writeLocked(() -> {
-            int slot = t.findSlot(b1, fp, -1L);
-            if (slot < 0) {
-                slot = t.findSlot(b2, fp, -1L);
-            }
-            if (slot >= 0) {
-                t.clearSlot(slot, null);
-                return true;
-            }
-            int s = t.findStash(b1, b2, fp, -1L);
-            if (s >= 0) {
-                t.removeStash(s, null);
-                return true;
-            }
-            return false;
-        });
+        return writeLocked(() -> t.replaceLane(b1, b2, fp, 0));
     }
 }

@@ -296,6 +296,36 @@ final class CuckooTable {
         return false;
     }
 
+    /**
+     * Finds {@code from} (format §5: bucket b1, then b2, then the stash) and rewrites it to
+     * {@code to}, or removes it when {@code to} is 0. False, changing nothing, when none matched.
+     * Only for partial-key tables (no key store).
+     */
+    boolean replaceLane(int b1, int b2, long from, long to) {
+        int slot = findSlot(b1, from, -1L);
+        if (slot < 0) {
+            slot = findSlot(b2, from, -1L);
+        }
+        if (slot >= 0) {
+            if (to == 0) {
+                clearSlot(slot, null);
+            } else {
+                setLane(slot, to);
+            }
+            return true;
+        }
+        int stashed = findStash(b1, b2, from, -1L);
+        if (stashed < 0) {
+            return false;
+        }
+        if (to == 0) {
+            removeStash(stashed, null);
+        } else {
+            stashLane[stashed] = to;
+        }
+        return true;
+    }
+
     /** Puts a key hash into a slot's key store and returns the one it held (0 without a key store). */
     private long swapBacking(int slot, long keyHash) {
         if (backing == null) {

@@ -61,11 +61,7 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
 
     @Override
     public boolean insertHash(long hash) {
-        CuckooTable t = table;
-        long fp = t.fingerprintOf(hash);
-        int b1 = t.bucketOf(hash);
-        int b2 = t.alternateOf(b1, fp);
-        return writeLocked(() -> t.insert(fp, 0, b1, b2, null));
+        return insertFingerprint(hash);
     }
 
     @Override
@@ -109,24 +105,8 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
         long from = fromDeleted ? fp | deletedBit : fp;
         long to = remove ? 0 : (fromDeleted ? fp : fp | deletedBit);
         return writeLocked(() -> {
-            int slot = t.findSlot(b1, from, -1L);
-            if (slot < 0) {
-                slot = t.findSlot(b2, from, -1L);
-            }
-            int stashed = slot < 0 ? t.findStash(b1, b2, from, -1L) : -1;
-            if (slot < 0 && stashed < 0) {
+            if (!t.replaceLane(b1, b2, from, to)) {
                 return false;
-            }
-            if (remove) {
-                if (slot >= 0) {
-                    t.clearSlot(slot, null);
-                } else {
-                    t.removeStash(stashed, null);
-                }
-            } else if (slot >= 0) {
-                t.setLane(slot, to);
-            } else {
-                t.stashLane[stashed] = to;
             }
             if (fromDeleted) {
                 deleted--;
