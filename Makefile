@@ -4,25 +4,29 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long demo test-java test-deploy test-rust build bench-filters bench-partition-index cluster clean
+.PHONY: help test test-long demo demo-filters test-java test-python test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
 
 help:
-	@echo "make demo           show Needle at work"
+	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
+	@echo "make demo-filters   the filters alone: three-state answers, Bloom against cuckoo"
 	@echo "make test           run every test of every module"
 	@echo "make test-long      the randomized Cassandra test with 100,000 operations"
 	@echo "make build          build the Java modules (skip tests)"
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make bench-partition-index  the partition index against the published numbers"
+	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
+	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
 
-test: test-java test-deploy test-rust
+test: test-java test-python test-rust
 
 test-java:
 	cd java && $(MVN) install
 
-test-deploy:
-	$(PYTHON) -m pytest -q deploy/tests
+# The cluster tool's tests (they start real nodes) and the result summaries' tests.
+test-python:
+	$(PYTHON) -m pytest -q deploy/tests bench/plot
 
 test-rust:
 	cd rust && cargo test --release
@@ -35,7 +39,12 @@ test-long:
 build:
 	cd java && $(MVN) -DskipTests install
 
+# A single Cassandra node with Needle: load, delete half, compare lookups, print the table, chart.
 demo: build
+	bench/needle-bench run bench/experiments/demo.json --out bench/results/demo
+	bench/plot/run chart bench/results/demo/results.json
+
+demo-filters: build
 	java -cp java/needle-filter/target/needle-filter-0.1.0-SNAPSHOT.jar dev.needle.filter.demo.FilterDemo
 
 bench-filters: build
@@ -44,6 +53,16 @@ bench-filters: build
 # Partition index benchmarks (about 20 minutes, 25 GB of scratch space; cold runs need root).
 bench-partition-index:
 	bench/partition-index/run.sh
+
+# The storage-filter tables of the 2022 Journal of Big Data paper (cold runs need root).
+bench-scheme1: build
+	bench/run-scheme1.sh
+
+# One harness experiment: bench/experiments/NAME.json -> bench/results/NAME/ (results.json, charts).
+bench-%: build
+	@test -f bench/experiments/$*.json || { echo "no experiment bench/experiments/$*.json"; exit 2; }
+	bench/needle-bench run bench/experiments/$*.json
+	bench/plot/run chart bench/results/$*/results.json
 
 # A 3-node cluster with the Needle plugin, in ./.cluster (stop it with: deploy/needle-cluster down).
 cluster: build

@@ -1,5 +1,6 @@
 package dev.needle.cassandra;
 
+import dev.needle.bench.cluster.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;

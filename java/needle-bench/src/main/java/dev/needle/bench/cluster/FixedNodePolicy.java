@@ -1,4 +1,4 @@
-package dev.needle.cassandra;
+package dev.needle.bench.cluster;
 
 import com.datastax.oss.driver.api.core.config.DriverOption;
 import com.datastax.oss.driver.api.core.context.DriverContext;
@@ -13,14 +13,19 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.UUID;
 
-/** Sends every request to one chosen node: the tests decide which node coordinates. */
-public final class SingleNodePolicy implements LoadBalancingPolicy {
-    static final DriverOption NODE_OPTION = () -> "basic.load-balancing-policy.needle-node";
+/**
+ * A driver load-balancing policy that sends every request to one chosen node, so the caller decides
+ * which node coordinates (and so how many reads go to a remote replica). The node's address is the
+ * profile option {@link #NODE_OPTION}.
+ */
+public final class FixedNodePolicy implements LoadBalancingPolicy {
+    /** The chosen node's address, e.g. {@code 127.0.0.2}. */
+    public static final DriverOption NODE_OPTION = () -> "basic.load-balancing-policy.needle-node";
 
     private final String address;
     private volatile Node node;
 
-    public SingleNodePolicy(DriverContext context, String profileName) {
+    public FixedNodePolicy(DriverContext context, String profileName) {
         this.address = context.getConfig().getProfile(profileName).getString(NODE_OPTION);
     }
 

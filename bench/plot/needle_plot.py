@@ -1,0 +1,238 @@
+"""Charts and summaries of needle-bench results.
+
+    needle_plot.py chart RESULTS.json [--out DIR]
+        one PNG per cache state and delete mode: median latency per variant with a whisker to p99
+    needle_plot.py summarize-scheme1 [--results DIR]
+        bench/results/scheme1/summary.json (the storage-filter tables of the 2022 Journal of Big
+        Data paper, with the targets checked), tables.md and the charts of every table
+
+Only the standard library and matplotlib; the summary needs no matplotlib.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+VARIANT_COLORS = {"stock": "#7f7f7f", "needle-bloom": "#1f77b4", "needle-cuckoo": "#d62728"}
+SCHEME1 = [f"scheme1-table{i}" for i in range(1, 6)]
+
+
+def load(path):
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        sys.exit(f"needle_plot: {path} not found; run the experiment first (make bench-{path.parent.name})")
+    except json.JSONDecodeError as e:
+        sys.exit(f"needle_plot: {path} is not valid JSON ({e}); was the run interrupted while writing?")
+    if "runs" not in doc:
+        sys.exit(f"needle_plot: {path} is not a needle-bench result (no 'runs')")
+    return doc
+
+
+def is_insert(doc):
+    return doc["experiment"]["run"]["op"] == "insert"
+
+
+def groups(doc):
+    """Runs grouped by (cache, delete mode), in the order they were measured."""
+    out = {}
+    for r in doc["runs"]:
+        out.setdefault((r["cache"], r.get("delete_mode")), []).append(r)
+    return out
+
+
+def x_labels(doc, runs):
+    if len({r.get("partitions") for r in runs}) > 1:
+        return [f"{r['partitions']:,} partitions\n{gib(r, 'stock'):.2f} GiB" for r in runs]
+    return [r["point"] for r in runs]
+
+
+def gib(run, variant):
+    sizes = run.get("table_bytes", {}).get(variant)
+    return sizes["data"] / 2**30 if sizes else float("nan")
+
+
+def chart(doc, out_dir):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (cache, mode), runs in groups(doc).items():
+        variants = list(runs[0]["variants"])
+        labels = x_labels(doc, runs)
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(runs) + 2), 4.2))
+        width = 0.8 / len(variants)
+        for i, v in enumerate(variants):
+            med = [r["variants"][v]["p50_us"] / 1000 for r in runs]
+            p99 = [r["variants"][v]["p99_us"] / 1000 for r in runs]
+            xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(runs))]
+            ax.bar(xs, med, width, label=v, color=VARIANT_COLORS.get(v))
+            ax.errorbar(xs, med, yerr=[[0] * len(med), [p - m for p, m in zip(p99, med)]],
+                        fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        ax.set_xticks(range(len(runs)))
+        ax.set_xticklabels(labels, fontsize=8)
+        what = "insert" if is_insert(doc) else "lookup"
+        ax.set_ylabel(f"{what} latency, ms (bar: median, whisker: p99)")
+        sub = f"{cache} cache" + ("" if mode is None else f", {mode}-level deletes" if mode == "partition" else ", row-by-row deletes")
+        ax.set_title(f"{doc['title']}\n{sub}", fontsize=9)
+        ax.legend(fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        name = f"{doc['name']}-{cache}" + ("" if mode is None else f"-{mode}") + ".png"
+        fig.savefig(out_dir / name, dpi=110)
+        plt.close(fig)
+        written.append(out_dir / name)
+    return written
+
+
+def ms(us):
+    return round(us / 1000.0, 3)
+
+
+def summary_rows(doc):
+    rows = []
+    growing = len({r.get("partitions") for r in doc["runs"]}) > 1
+    for r in doc["runs"]:
+        row = {
+            "label": r["point"] + (f", {r['partitions']:,} partitions" if growing else ""),
+            "cache": r["cache"],
+            "delete_mode": r.get("delete_mode"),
+            "mix": r.get("mix"),
+            "load": r.get("load"),
+            "partitions": r.get("partitions", r.get("partitions_before")),
+            "stock_data_gib": round(gib(r, "stock"), 3) if "table_bytes" in r else None,
+            "variants": {v: {"p50_ms": ms(s["p50_us"]), "p99_ms": ms(s["p99_us"]), "mean_ms": ms(s["mean_us"]),
+                             "throughput_ops_s": s["throughput_ops_s"], "count": s["count"],
+                             "wrong_results": s["wrong_results"],
+                             **({"needle_skipped": s["needle_skipped"], "needle_passed": s["needle_passed"]}
+                                if "needle_skipped" in s else {})}
+                         for v, s in r["variants"].items()},
+            "ratio_p50_stock_over_cuckoo": r.get("ratio_p50_stock_over_cuckoo"),
+            "ratio_p99_stock_over_cuckoo": r.get("ratio_p99_stock_over_cuckoo"),
+        }
+        rows.append(row)
+    return rows
+
+
+def rows_per_partition(doc):
+    return doc["experiment"]["dataset"]["rows_per_partition"]
+
+
+def check_targets(docs):
+    """The targets of the reproduction, each checked on every row it applies to."""
+    checks = []
+
+    def add(target, table, row, ok, value):
+        checks.append({"target": target, "table": table, "row": row["label"], "cache": row["cache"],
+                       "delete_mode": row["delete_mode"], "value": value, "met": ok})
+
+    for name, doc in docs.items():
+        table = name.split("-")[-1]
+        for row in summary_rows(doc):
+            ratio = row["ratio_p50_stock_over_cuckoo"]
+            mix = row["mix"] or {}
+            if ratio is None:
+                continue
+            if row["delete_mode"] == "row" and mix.get("deleted") == 1.0 and rows_per_partition(doc) >= 100:
+                add("deleted-key lookups, >= 100 row tombstones per partition: stock / Needle-Cuckoo median >= 5",
+                    table, row, ratio >= 5, ratio)
+            if mix.get("absent") == 1.0:
+                add("never-written keys: Needle-Cuckoo median no slower than stock (ratio >= 1)",
+                    table, row, ratio >= 1, ratio)
+            if mix.get("live") == 1.0:
+                add("live-key lookups: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
+                    table, row, ratio >= 0.97, ratio)
+            if row["load"] is not None:
+                add("inserts: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
+                    table, row, ratio >= 0.97, ratio)
+    return checks
+
+
+def markdown(docs):
+    lines = []
+    for name, doc in docs.items():
+        lines.append(f"### {doc['reproduces'] or name}: {doc['title']}\n")
+        what = "insert" if is_insert(doc) else "lookup"
+        lines.append(f"Median / p99 {what} latency in ms; last column: stock median / Needle-Cuckoo median.\n")
+        variants = list(doc["runs"][0]["variants"])
+        lines.append("| cache | deletes | row | " + " | ".join(variants) + " | stock / cuckoo |")
+        lines.append("|---|---|---|" + "---|" * len(variants) + "---|")
+        for row in summary_rows(doc):
+            cells = [f"{row['variants'][v]['p50_ms']:.3f} / {row['variants'][v]['p99_ms']:.3f}" for v in variants]
+            ratio = row["ratio_p50_stock_over_cuckoo"]
+            mode = {"partition": "partition", "row": "row by row", None: "-"}[row["delete_mode"]]
+            last = f"{ratio:.2f}x" if ratio is not None else "-"
+            lines.append(f"| {row['cache']} | {mode} | {row['label']} | " + " | ".join(cells) + f" | {last} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def summarize_scheme1(results_dir):
+    results_dir = Path(results_dir)
+    docs = {}
+    for name in SCHEME1:
+        path = results_dir / name / "results.json"
+        if path.exists():
+            docs[name] = load(path)
+        else:
+            print(f"needle_plot: {path} missing (run make bench-{name}); left out of the summary", file=sys.stderr)
+    if not docs:
+        sys.exit("needle_plot: no scheme1 results to summarize")
+    out = results_dir / "scheme1"
+    out.mkdir(parents=True, exist_ok=True)
+    checks = check_targets(docs)
+    summary = {
+        "reproduces": "2022 Journal of Big Data paper, Tables 1-5 (storage filter)",
+        "machine": next(iter(docs.values()))["machine"],
+        "cassandra_version": next(iter(docs.values())).get("cassandra_version"),
+        "tables": {name.split("-")[-1]: {"experiment": name, "title": d["title"], "reproduces": d["reproduces"],
+                                          "rows_per_partition": rows_per_partition(d), "row_bytes": d["experiment"]["dataset"]["row_bytes"],
+                                          "started": d["started"], "duration_s": d.get("duration_s"),
+                                          "rows": summary_rows(d)}
+                   for name, d in docs.items()},
+        "targets": checks,
+        "targets_met": sum(c["met"] for c in checks),
+        "targets_checked": len(checks),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "tables.md").write_text(markdown(docs) + "\n")
+    print(f"wrote {out / 'summary.json'} and {out / 'tables.md'}")
+    print(f"targets met in {summary['targets_met']} of {summary['targets_checked']} checks")
+    for c in checks:
+        if not c["met"]:
+            print(f"  not met: {c['table']} {c['row']} ({c['cache']}, {c['delete_mode']}): {c['value']}  [{c['target']}]")
+    try:
+        for name, d in docs.items():
+            for p in chart(d, out):
+                print(f"wrote {p}")
+    except ImportError:
+        print("needle_plot: matplotlib missing; charts skipped (bench/plot/run installs it)", file=sys.stderr)
+    return summary
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="needle_plot", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("chart", help="PNG charts of one results.json")
+    c.add_argument("results")
+    c.add_argument("--out", help="folder for the PNGs (default: beside results.json)")
+    s = sub.add_parser("summarize-scheme1", help="summary.json, tables.md and charts of Tables 1-5")
+    s.add_argument("--results", default="bench/results", help="folder holding scheme1-table*/ (default bench/results)")
+    a = ap.parse_args(argv)
+    if a.cmd == "chart":
+        doc = load(a.results)
+        for p in chart(doc, a.out or Path(a.results).parent):
+            print(f"chart: {p}")
+    else:
+        summarize_scheme1(a.results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+package dev.needle.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Closed-loop clients (the model of the published benchmarks): each of N threads issues its next
+ * operation only when the previous one has returned, until {@code ops} operations are done. The
+ * latency of every operation goes into an HdrHistogram (nanoseconds, 3 significant digits).
+ */
+final class ClosedLoop {
+    /** Highest latency the histograms track: 10 minutes. */
+    static final long MAX_NANOS = 600_000_000_000L;
+
+    /** One operation; returns false when its result is wrong (e.g. rows returned for a deleted key). */
+    @FunctionalInterface
+    interface Op {
+        boolean run(long index, SplittableRandom random);
+    }
+
+    /**
+     * @param histogram latencies in nanoseconds
+     * @param wrong     operations whose result was wrong
+     * @param nanos     wall time of the whole run
+     */
+    record Outcome(Histogram histogram, long wrong, long nanos) {}
+
+    private ClosedLoop() {}
+
+    static Histogram newHistogram() {
+        return new Histogram(MAX_NANOS, 3);
+    }
+
+    /**
+     * Runs {@code ops} operations on {@code threads} threads. Thread t's random source is seeded with
+     * {@code seed} and t, so a run with the same seed draws the same keys. The first exception stops
+     * every thread and is rethrown: a benchmark with failed requests measures nothing.
+     */
+    static Outcome run(int threads, long ops, long seed, Op op, AtomicLong progress) {
+        AtomicLong next = new AtomicLong();
+        AtomicLong wrong = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Histogram> histograms = new ArrayList<>();
+        List<Thread> workers = new ArrayList<>();
+        long start = System.nanoTime();
+        for (int t = 0; t < threads; t++) {
+            Histogram h = newHistogram();
+            histograms.add(h);
+            SplittableRandom random = new SplittableRandom(KeyChooser.mix64(seed * 1_000_003L + t));
+            Thread w = new Thread(() -> {
+                try {
+                    for (long i = next.getAndIncrement(); i < ops && failure.get() == null; i = next.getAndIncrement()) {
+                        long t0 = System.nanoTime();
+                        boolean ok = op.run(i, random);
+                        h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - t0));
+                        if (!ok) {
+                            wrong.incrementAndGet();
+                        }
+                        progress.incrementAndGet();
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            }, "needle-bench-client-" + t);
+            workers.add(w);
+            w.start();
+        }
+        for (Thread w : workers) {
+            try {
+                w.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                failure.compareAndSet(null, e);
+            }
+        }
+        long nanos = System.nanoTime() - start;
+        if (failure.get() != null) {
+            Throwable e = failure.get();
+            throw new IllegalStateException("a client request failed: " + e, e);
+        }
+        Histogram all = newHistogram();
+        histograms.forEach(all::add);
+        return new Outcome(all, wrong.get(), nanos);
+    }
+}

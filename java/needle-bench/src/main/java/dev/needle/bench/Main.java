@@ -1,0 +1,135 @@
+package dev.needle.bench;
+
+import dev.needle.bench.cluster.LocalCluster;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code needle-bench run EXPERIMENT.json [options]}: starts a local Cassandra node with the Needle
+ * plugin, runs the experiment, writes {@code results.json}, prints the side-by-side table and stops
+ * the node (also when the run fails). Exit codes: 0 done, 1 the run failed or returned wrong
+ * results, 2 bad command line or experiment file.
+ */
+public final class Main {
+    private static final String USAGE = """
+            usage: needle-bench run EXPERIMENT.json [options]
+              --out DIR            where results.json goes (default bench/results/<name>)
+              --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
+              --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
+              --cluster-dir DIR    the node's folder (default: a new temporary folder; removed at the end)
+              --heap SIZE          the node's heap (default 2G)
+              --scale F            multiply the data set and the operation counts by F (quick runs)
+              --warm-only          skip the cold-cache runs (they need root)
+            """;
+
+    private Main() {}
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String[] args) {
+        if (args.length < 2 || !args[0].equals("run")) {
+            System.err.print(USAGE);
+            return 2;
+        }
+        Path out = null;
+        Path jar = Path.of("java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar");
+        Path tool = Path.of("deploy/needle-cluster");
+        Path clusterDir = null;
+        String heap = "2G";
+        double scale = 1;
+        boolean warmOnly = false;
+        Experiment e;
+        try {
+            for (int i = 2; i < args.length; i++) {
+                String a = args[i];
+                switch (a) {
+                    case "--out" -> out = Path.of(value(args, ++i, a));
+                    case "--plugin-jar" -> jar = Path.of(value(args, ++i, a));
+                    case "--cluster-tool" -> tool = Path.of(value(args, ++i, a));
+                    case "--cluster-dir" -> clusterDir = Path.of(value(args, ++i, a));
+                    case "--heap" -> heap = value(args, ++i, a);
+                    case "--scale" -> scale = Double.parseDouble(value(args, ++i, a));
+                    case "--warm-only" -> warmOnly = true;
+                    default -> throw new IllegalArgumentException("unknown option " + a);
+                }
+            }
+            e = Experiment.read(Path.of(args[1]));
+            if (scale != 1) {
+                e = e.scaled(scale);
+            }
+            if (warmOnly) {
+                e = e.warmOnly();
+            }
+            Runner.checkCanDropCaches(e);
+            if (!Files.isExecutable(tool)) {
+                throw new IllegalArgumentException("cluster tool not found or not executable: " + tool.toAbsolutePath()
+                        + " (run from the repository root, or pass --cluster-tool)");
+            }
+            if (!Files.isRegularFile(jar)) {
+                throw new IllegalArgumentException("Needle plugin jar not found: " + jar.toAbsolutePath()
+                        + " (build it with 'make build', or pass --plugin-jar)");
+            }
+            if (out == null) {
+                out = Path.of("bench/results", e.name());
+            }
+            if (clusterDir == null) {
+                clusterDir = Files.createTempDirectory("needle-bench-cluster");
+            }
+        } catch (IllegalArgumentException | IllegalStateException | IOException ex) {
+            System.err.println("needle-bench: " + ex.getMessage());
+            return 2;
+        }
+        System.err.printf("needle-bench: %s (%s)%n", e.name(), e.title());
+        System.err.println("starting a Cassandra node with the Needle plugin in " + clusterDir);
+        List<String> up = new ArrayList<>(List.of("--heap", heap));
+        try (LocalCluster cluster = LocalCluster.start(tool, jar, clusterDir, 1, up.toArray(new String[0]))) {
+            // Ctrl-C skips finally blocks: stop the node from a shutdown hook too.
+            Runtime.getRuntime().addShutdownHook(new Thread(cluster::close, "needle-bench-stop-cluster"));
+            Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
+                    .note("command", "needle-bench " + String.join(" ", args))
+                    .note("node_heap", heap)
+                    .note("nodes", 1)
+                    .run();
+            System.out.println();
+            System.out.print(Report.table(result));
+            System.out.println("results: " + out.resolve("results.json"));
+            long wrong = wrongResults(result);
+            if (wrong > 0) {
+                System.err.println("needle-bench: " + wrong + " operations returned wrong results (see results.json)");
+                return 1;
+            }
+            return 0;
+        } catch (IllegalArgumentException ex) {
+            System.err.println("needle-bench: " + ex.getMessage());
+            return 2;
+        } catch (IOException | RuntimeException ex) {
+            System.err.println("needle-bench: the run failed: " + ex.getMessage());
+            ex.printStackTrace();
+            return 1;
+        }
+    }
+
+    /** Operations, over all runs and variants, whose result was wrong. */
+    static long wrongResults(Map<String, Object> result) {
+        long wrong = 0;
+        for (Object r : (List<?>) result.get("runs")) {
+            for (Object s : ((Map<?, ?>) ((Map<?, ?>) r).get("variants")).values()) {
+                wrong += ((Number) ((Map<?, ?>) s).get("wrong_results")).longValue();
+            }
+        }
+        return wrong;
+    }
+
+    private static String value(String[] args, int i, String option) {
+        if (i >= args.length) {
+            throw new IllegalArgumentException(option + " needs a value");
+        }
+        return args[i];
+    }
+}

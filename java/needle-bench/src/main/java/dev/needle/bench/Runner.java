@@ -1,0 +1,477 @@
+package dev.needle.bench;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.needle.bench.KeySpace.DeleteMode;
+import dev.needle.bench.cluster.LocalCluster;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Runs one experiment against a cluster with the Needle plugin: creates one table per variant,
+ * runs the load phase (and the delete, flush and compaction phases), then measures every point
+ * with warm-up and interleaved rounds, and writes {@code results.json} after each point, so an
+ * interrupted run keeps what it measured.
+ *
+ * <p>Variants are measured in rounds: each round runs every variant once, in an order that rotates
+ * from round to round, so a disturbance of the shared machine falls on all variants alike.
+ */
+public final class Runner {
+    /** The keyspace every experiment writes to (dropped and re-created at the start). */
+    public static final String KEYSPACE = "needle_bench";
+
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private final Experiment e;
+    private final LocalCluster cluster;
+    private final Path resultFile;
+    private final PrintStream log;
+    private final List<Variant> variants;
+    private final KeySpace keySpace;
+    private final ConsistencyLevel consistency;
+    private final List<Map<String, Object>> runs = new ArrayList<>();
+    private final Map<String, Object> result = new LinkedHashMap<>();
+    private final Map<String, Object> settings = new LinkedHashMap<>();
+    private final Map<String, Client> clients = new LinkedHashMap<>();
+    private CqlSession session;
+
+    /**
+     * @param cluster    a running cluster with the plugin (node 1 coordinates when the run is "fixed")
+     * @param resultFile where results.json goes (its folder is created)
+     * @param log        where phase messages go
+     */
+    public Runner(Experiment e, LocalCluster cluster, Path resultFile, PrintStream log) {
+        this.e = e;
+        this.cluster = cluster;
+        this.resultFile = resultFile;
+        this.log = log;
+        this.variants = e.variants().stream().map(Variant::of).toList();
+        this.keySpace = new KeySpace(e.seed(), e.dataset().deletedFraction(), e.deleteModes());
+        this.consistency = DefaultConsistencyLevel.valueOf(e.run().consistency().toUpperCase());
+    }
+
+    /** Checks, before anything starts, that cold-cache runs can drop the page cache. */
+    public static void checkCanDropCaches(Experiment e) {
+        if (e.caches().contains("cold") && !Files.isWritable(Path.of("/proc/sys/vm/drop_caches"))) {
+            throw new IllegalStateException("cold-cache runs drop the page cache through /proc/sys/vm/drop_caches, "
+                    + "which needs root; run as root, or pass --warm-only");
+        }
+    }
+
+    /** Records a setting of the run that is not in the experiment (e.g. the node's heap) in the result. */
+    public Runner note(String key, Object value) {
+        settings.put(key, value);
+        return this;
+    }
+
+    /** Runs the experiment; returns the result document (also written to the result file). */
+    public Map<String, Object> run() throws IOException {
+        Instant started = Instant.now();
+        result.put("name", e.name());
+        result.put("title", e.title());
+        result.put("reproduces", e.reproduces());
+        result.put("started", started.toString());
+        result.put("machine", Machine.facts());
+        result.put("experiment", e.asJson());
+        result.put("settings", settings);
+        result.put("runs", runs);
+        session = cluster.session(1, e.run().coordinator().equals("token-aware"));
+        try {
+            result.put("cassandra_version", session.execute("SELECT release_version FROM system.local").one().getString(0));
+            createSchema();
+            for (Variant v : variants) {
+                clients.put(v.name(), new CassandraClient(session, false, KEYSPACE, v.table(), e.dataset().rowBytes(),
+                        consistency, e.seed()));
+            }
+            if (e.isInsert()) {
+                runInserts();
+            } else {
+                runLookups();
+            }
+            result.put("finished", Instant.now().toString());
+            result.put("duration_s", Duration.between(started, Instant.now()).toSeconds());
+            result.put("load_average_end", Machine.loadAverage());
+            write();
+            return result;
+        } finally {
+            clients.values().forEach(Client::close);
+            session.close();
+        }
+    }
+
+    private void createSchema() {
+        log.println("creating keyspace " + KEYSPACE + " with tables " + variants.stream().map(Variant::table).toList());
+        session.execute("DROP KEYSPACE IF EXISTS " + KEYSPACE);
+        session.execute("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
+                + "'replication_factor': " + cluster.nodes + "}");
+        for (Variant v : variants) {
+            for (String cql : v.ddl(KEYSPACE)) {
+                session.execute(cql);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ lookups
+
+    private void runLookups() throws IOException {
+        int written = 0;
+        for (int size : e.dataset().partitions()) {
+            load(written, size);
+            delete(written, size);
+            written = size;
+            waitNeedleReady();
+            KeySpace.Pools pools = keySpace.pools(size);
+            log.printf("data set: %,d partitions (%,d live, %,d deleted by partition, %,d row by row), %d rows of %d bytes each%n",
+                    size, pools.live().length, pools.byPartition().length, pools.byRow().length,
+                    e.dataset().rowsPerPartition(), e.dataset().rowBytes());
+            Map<String, Object> sizes = tableBytes();
+            for (String cache : e.caches()) {
+                for (String mode : e.deleteModes()) {
+                    DeleteMode dm = mode.equals("none") ? null : DeleteMode.valueOf(mode.toUpperCase());
+                    for (Experiment.Point p : e.points()) {
+                        measureLookups(size, sizes, cache, dm, p, pools);
+                    }
+                }
+            }
+        }
+    }
+
+    private void load(int from, int to) throws IOException {
+        if (to <= from) {
+            return;
+        }
+        int rows = e.dataset().rowsPerPartition();
+        long total = (long) (to - from) * variants.size();
+        try (Progress pr = new Progress("load", total, "partitions")) {
+            ClosedLoop.run(e.load().threads(), total, e.seed(), (i, r) -> {
+                long key = from + i / variants.size();
+                clients.get(variants.get((int) (i % variants.size())).name()).insert(key, 0, rows);
+                return true;
+            }, pr.done);
+        }
+        settle(e.load().flushAfterLoad(), e.load().compactAfterLoad());
+    }
+
+    private void delete(int from, int to) throws IOException {
+        List<Long> keys = new ArrayList<>();
+        for (long id = from; id < to; id++) {
+            if (keySpace.deletedBy(id) != null) {
+                keys.add(id);
+            }
+        }
+        if (keys.isEmpty()) {
+            return;
+        }
+        int rows = e.dataset().rowsPerPartition();
+        long total = (long) keys.size() * variants.size();
+        try (Progress pr = new Progress("delete", total, "partitions")) {
+            ClosedLoop.run(e.load().threads(), total, e.seed(), (i, r) -> {
+                long key = keys.get((int) (i / variants.size()));
+                Client c = clients.get(variants.get((int) (i % variants.size())).name());
+                if (keySpace.deletedBy(key) == DeleteMode.PARTITION) {
+                    c.deletePartition(key);
+                } else {
+                    c.deleteRows(key, 0, rows);
+                }
+                return true;
+            }, pr.done);
+        }
+        settle(e.load().flushAfterDelete(), e.load().compactAfterDelete());
+    }
+
+    /**
+     * Flushes and compacts as asked, then waits until no compaction is pending, so every variant
+     * is measured on a settled SSTable layout.
+     */
+    private void settle(boolean flush, boolean compact) throws IOException {
+        if (flush) {
+            log.println("flushing");
+            cluster.flush(1, KEYSPACE);
+        }
+        if (compact) {
+            log.println("compacting (major compaction)");
+            cluster.compact(1, KEYSPACE);
+        }
+        long deadline = System.nanoTime() + Duration.ofMinutes(30).toNanos();
+        while (cluster.gauge(1, "org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("compactions still pending after 30 minutes; see 'needle-cluster nodetool 1 compactionstats'");
+            }
+            sleep(500);
+        }
+    }
+
+    private void measureLookups(int size, Map<String, Object> sizes, String cache, DeleteMode mode,
+                                Experiment.Point p, KeySpace.Pools pools) throws IOException {
+        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(pools, p.mix(), mode,
+                KeyChooser.Distribution.of(e.run().distribution()));
+        int rows = e.dataset().rowsPerPartition();
+        String where = String.format("%s cache, %s, %s", cache, mode == null ? "no deletes" : deleteLabel(mode), p.label());
+        ClosedLoop.Op[] ops = new ClosedLoop.Op[variants.size()];
+        for (int v = 0; v < variants.size(); v++) {
+            Client c = clients.get(variants.get(v).name());
+            ops[v] = (i, r) -> {
+                int pool = keys.nextPool(r);
+                int found = c.lookup(keys.nextKey(pool, r));
+                return found == (keys.poolName(pool).equals("live") ? rows : 0);
+            };
+        }
+        Map<String, Object> run = measure(where, cache, ops, p);
+        run.put("partitions", size);
+        run.put("table_bytes", sizes);
+        run.put("cache", cache);
+        run.put("delete_mode", mode == null ? null : mode.name().toLowerCase());
+        run.put("mix", p.mix());
+        runs.add(run);
+        write();
+    }
+
+    private static String deleteLabel(DeleteMode mode) {
+        return mode == DeleteMode.PARTITION ? "partition deletes" : "row-by-row deletes";
+    }
+
+    // ------------------------------------------------------------------ inserts
+
+    private void runInserts() throws IOException {
+        int capacity = e.dataset().partitions().get(e.dataset().partitions().size() - 1);
+        int rows = e.dataset().rowsPerPartition();
+        long[] next = {0};
+        for (Experiment.Point p : e.points()) {
+            int target = (int) Math.round(p.load() * capacity);
+            if (target > next[0]) {
+                load((int) next[0], target);
+                next[0] = target;
+            }
+            waitNeedleReady();
+            long before = next[0];
+            ClosedLoop.Op[] ops = new ClosedLoop.Op[variants.size()];
+            for (int v = 0; v < variants.size(); v++) {
+                Client c = clients.get(variants.get(v).name());
+                // Every variant inserts the same new keys: the round's base key plus the op's index.
+                ops[v] = (i, r) -> {
+                    c.insert(next[0] + i, 0, rows);
+                    return true;
+                };
+            }
+            Map<String, Object> run = measure("warm cache, " + p.label(), "warm", ops, p,
+                    () -> next[0] += e.run().opsPerRound(), w -> next[0] += w);
+            run.put("partitions_before_warmup", before);
+            run.put("load", p.load());
+            run.put("cache", "warm");
+            runs.add(run);
+            write();
+        }
+    }
+
+    // ------------------------------------------------------------------ measuring
+
+    private Map<String, Object> measure(String where, String cache, ClosedLoop.Op[] ops, Experiment.Point p)
+            throws IOException {
+        return measure(where, cache, ops, p, () -> { }, w -> { });
+    }
+
+    /**
+     * Warm-up, then {@code rounds} rounds of every variant in rotating order; {@code afterWarmup}
+     * (given the warm-up's operation count) and {@code afterRound} let inserts move to fresh keys.
+     * Returns the run's result entry.
+     */
+    private Map<String, Object> measure(String where, String cache, ClosedLoop.Op[] ops, Experiment.Point p,
+                                        Runnable afterRound, java.util.function.LongConsumer afterWarmup)
+            throws IOException {
+        Experiment.Run r = e.run();
+        int n = variants.size();
+        long warmup = (long) Math.ceil(r.warmupFraction() * r.opsPerRound() * r.rounds());
+        long total = (warmup + (long) r.opsPerRound() * r.rounds()) * n;
+        Histogram[] hist = new Histogram[n];
+        long[] wrong = new long[n];
+        long[] nanos = new long[n];
+        long[][] needleBefore = new long[n][];
+        long seed = KeyChooser.mix64(e.seed() ^ where.hashCode());
+        try (Progress pr = new Progress(where, total, e.isInsert() ? "inserts" : "lookups")) {
+            if (warmup > 0) {
+                for (int v = 0; v < n; v++) {
+                    ClosedLoop.run(r.threads(), warmup, seed - 1, ops[v], pr.done);
+                }
+                // Inserts warm up on keys of their own: the measured ones must be new.
+                afterWarmup.accept(warmup);
+            }
+            for (int v = 0; v < n; v++) {
+                hist[v] = ClosedLoop.newHistogram();
+                needleBefore[v] = needleCounters(variants.get(v));
+            }
+            for (int round = 0; round < r.rounds(); round++) {
+                for (int k = 0; k < n; k++) {
+                    int v = (round + k) % n;
+                    if (cache.equals("cold")) {
+                        dropCaches();
+                    }
+                    ClosedLoop.Outcome o = ClosedLoop.run(r.threads(), r.opsPerRound(), seed + round, ops[v], pr.done);
+                    hist[v].add(o.histogram());
+                    wrong[v] += o.wrong();
+                    nanos[v] += o.nanos();
+                }
+                afterRound.run();
+            }
+        }
+        Map<String, Object> run = new LinkedHashMap<>();
+        run.put("point", p.label());
+        run.put("x", p.x());
+        run.put("warmup_ops_per_variant", warmup);
+        Map<String, Object> byVariant = new LinkedHashMap<>();
+        for (int v = 0; v < n; v++) {
+            Map<String, Object> s = stats(hist[v], nanos[v]);
+            s.put("wrong_results", wrong[v]);
+            long[] after = needleCounters(variants.get(v));
+            if (after != null) {
+                s.put("needle_skipped", after[0] - needleBefore[v][0]);
+                s.put("needle_passed", after[1] - needleBefore[v][1]);
+            }
+            byVariant.put(variants.get(v).name(), s);
+            if (wrong[v] > 0) {
+                log.printf("WRONG RESULTS: %s returned wrong row counts for %,d operations at %s%n",
+                        variants.get(v).name(), wrong[v], where);
+            }
+        }
+        run.put("variants", byVariant);
+        addRatios(run, byVariant);
+        log.println(Report.line(where, byVariant));
+        return run;
+    }
+
+    /** stock / needle-cuckoo (and stock / needle-bloom) for the median, p99 and mean. */
+    static void addRatios(Map<String, Object> run, Map<String, Object> byVariant) {
+        @SuppressWarnings("unchecked")
+        Map<String, Object> stock = (Map<String, Object>) byVariant.get("stock");
+        if (stock == null) {
+            return;
+        }
+        for (String other : List.of("needle-cuckoo", "needle-bloom")) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> o = (Map<String, Object>) byVariant.get(other);
+            if (o == null) {
+                continue;
+            }
+            String suffix = other.equals("needle-cuckoo") ? "cuckoo" : "bloom";
+            for (String q : List.of("p50", "p99", "mean")) {
+                double a = ((Number) stock.get(q + "_us")).doubleValue();
+                double b = ((Number) o.get(q + "_us")).doubleValue();
+                run.put("ratio_" + q + "_stock_over_" + suffix, b > 0 ? Math.round(a / b * 1000) / 1000.0 : null);
+            }
+        }
+    }
+
+    /** Latency statistics in microseconds, throughput, and the histogram itself (compressed, base64). */
+    static Map<String, Object> stats(Histogram h, long nanos) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("count", h.getTotalCount());
+        s.put("mean_us", us(h.getMean()));
+        s.put("min_us", us(h.getMinValue()));
+        s.put("p50_us", us(h.getValueAtPercentile(50)));
+        s.put("p95_us", us(h.getValueAtPercentile(95)));
+        s.put("p99_us", us(h.getValueAtPercentile(99)));
+        s.put("max_us", us(h.getMaxValue()));
+        s.put("throughput_ops_s", nanos > 0 ? Math.round(h.getTotalCount() / (nanos / 1e9) * 10) / 10.0 : null);
+        ByteBuffer buf = ByteBuffer.allocate(h.getNeededByteBufferCapacity());
+        int len = h.encodeIntoCompressedByteBuffer(buf);
+        s.put("hdr_histogram_ns", Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buf.array(), len)));
+        return s;
+    }
+
+    private static double us(double nanos) {
+        return Math.round(nanos / 100.0) / 10.0;
+    }
+
+    /** {LookupsSkipped, LookupsPassed} of a Needle table, or null for stock. */
+    private long[] needleCounters(Variant v) throws IOException {
+        if (!v.needle()) {
+            return null;
+        }
+        return new long[] {cluster.metric(1, KEYSPACE, v.table(), "LookupsSkipped"),
+                cluster.metric(1, KEYSPACE, v.table(), "LookupsPassed")};
+    }
+
+    /** Waits until every Needle table knows all its sources (nothing is skipped before). */
+    private void waitNeedleReady() throws IOException {
+        long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+        for (Variant v : variants) {
+            while (v.needle() && cluster.metric(1, KEYSPACE, v.table(), "Ready") != 1) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the Needle index on " + v.table() + " is not ready after 10 minutes; "
+                            + "see the node's log (needle-cluster logs 1)");
+                }
+                sleep(200);
+            }
+        }
+    }
+
+    /** Drops the kernel's page cache and Cassandra's key cache: the next reads go to the disk. */
+    private void dropCaches() throws IOException {
+        try {
+            new ProcessBuilder("sync").inheritIO().start().waitFor();
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IOException(ex);
+        }
+        Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3\n", StandardOpenOption.WRITE);
+        cluster.invalidateKeyCache(1);
+    }
+
+    /** Bytes on disk per table: SSTables ("data"), Needle's saved filters ("needle"); SSTable count. */
+    private Map<String, Object> tableBytes() throws IOException {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (Variant v : variants) {
+            long data = 0, needle = 0;
+            String marker = "/" + KEYSPACE + "/" + v.table() + "-";
+            try (Stream<Path> files = Files.walk(cluster.dir())) {
+                for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                    String s = "/" + cluster.dir().relativize(f);
+                    if (s.contains(marker)) {
+                        long len = Files.size(f);
+                        if (s.contains("/needle/")) {
+                            needle += len;
+                        } else {
+                            data += len;
+                        }
+                    }
+                }
+            }
+            long sstables = cluster.gauge(1, "org.apache.cassandra.metrics:type=Table,keyspace=" + KEYSPACE + ",scope="
+                    + v.table() + ",name=LiveSSTableCount");
+            out.put(v.name(), Map.of("data", data, "needle", needle, "sstables", sstables));
+        }
+        return out;
+    }
+
+    private void write() throws IOException {
+        Files.createDirectories(resultFile.toAbsolutePath().getParent());
+        Path tmp = resultFile.resolveSibling(resultFile.getFileName() + ".tmp");
+        JSON.writeValue(tmp.toFile(), result);
+        Files.move(tmp, resultFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", ex);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package dev.needle.bench.cluster;
+
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
+import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
+import com.datastax.oss.driver.api.core.config.ProgrammaticDriverConfigLoaderBuilder;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import javax.management.JMException;
+import javax.management.MBeanServerConnection;
+import javax.management.ObjectName;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXServiceURL;
+
+/**
+ * A real Cassandra cluster on 127.0.0.1..N with the Needle jar on every node, driven through
+ * {@code deploy/needle-cluster}. Closing it always takes every node down and removes its folder.
+ */
+public final class LocalCluster implements AutoCloseable {
+    private final Path tool;
+    private final Path dir;
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Number of nodes. */
+    public final int nodes;
+
+    private LocalCluster(Path tool, Path dir, int nodes) {
+        this.tool = tool;
+        this.dir = dir;
+        this.nodes = nodes;
+    }
+
+    /**
+     * Starts N nodes with the plugin jar and the Needle query handler in a new temporary folder; the
+     * tool and the jar come from the system properties {@code needle.cluster.tool} and
+     * {@code needle.plugin.jar} (set by the build). Extra arguments go to {@code needle-cluster up}.
+     */
+    public static LocalCluster start(int nodes, String... extraUpArgs) throws IOException {
+        String jar = System.getProperty("needle.plugin.jar");
+        String tool = System.getProperty("needle.cluster.tool", "../../deploy/needle-cluster");
+        return start(Path.of(tool), jar == null ? null : Path.of(jar), Files.createTempDirectory("needle-cluster"), nodes,
+                extraUpArgs);
+    }
+
+    /**
+     * Starts N nodes in {@code dir} (which must be empty or absent) with {@code pluginJar} on their
+     * classpath. If starting fails, whatever was started is taken down before the exception leaves.
+     */
+    public static LocalCluster start(Path tool, Path pluginJar, Path dir, int nodes, String... extraUpArgs)
+            throws IOException {
+        if (!Files.isExecutable(tool)) {
+            throw new IllegalArgumentException("cluster tool not found or not executable: " + tool.toAbsolutePath());
+        }
+        if (pluginJar == null || !Files.isRegularFile(pluginJar)) {
+            throw new IllegalArgumentException("Needle plugin jar not found (" + pluginJar
+                    + "): build it with 'make build' (java/needle-cassandra/target/needle-cassandra-*.jar)");
+        }
+        LocalCluster c = new LocalCluster(tool, dir, nodes);
+        List<String> args = new ArrayList<>(List.of("up", "-n", String.valueOf(nodes), "--with-needle",
+                pluginJar.toAbsolutePath().toString()));
+        args.addAll(List.of(extraUpArgs));
+        try {
+            c.run(args.toArray(new String[0]));
+        } catch (RuntimeException | IOException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    /** Runs one {@code needle-cluster} verb on this cluster; returns its output, throws if it fails. */
+    public String run(String... args) throws IOException {
+        List<String> cmd = new ArrayList<>(List.of(tool.toAbsolutePath().toString(), "--dir", dir.toString()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out;
+        try {
+            out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(30, TimeUnit.MINUTES)) {
+                p.destroyForcibly();
+                throw new IllegalStateException("needle-cluster " + String.join(" ", args) + " did not finish");
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new IOException(e);
+        }
+        if (p.exitValue() != 0) {
+            throw new IllegalStateException("needle-cluster " + String.join(" ", args) + " failed (" + p.exitValue() + "):\n" + out);
+        }
+        return out;
+    }
+
+    /** The cluster's folder (each node's files are under node1, node2, ...). */
+    public Path dir() {
+        return dir;
+    }
+
+    /** Flushes the memtables of {@code keyspace} (all its tables when {@code tables} is empty) on one node. */
+    public void flush(int node, String keyspace, String... tables) throws IOException {
+        nodetool(node, "flush", keyspace, tables);
+    }
+
+    /** A major compaction of {@code keyspace} (all its tables when {@code tables} is empty) on one node. */
+    public void compact(int node, String keyspace, String... tables) throws IOException {
+        nodetool(node, "compact", keyspace, tables);
+    }
+
+    private void nodetool(int node, String verb, String keyspace, String... tables) throws IOException {
+        List<String> args = new ArrayList<>(List.of("nodetool", String.valueOf(node), verb, keyspace));
+        args.addAll(Arrays.asList(tables));
+        run(args.toArray(new String[0]));
+    }
+
+    public void kill(int node) throws IOException {
+        run("kill", String.valueOf(node));
+    }
+
+    public void stop(int node) throws IOException {
+        run("stop", String.valueOf(node));
+    }
+
+    public void startNode(int node) throws IOException {
+        run("start", String.valueOf(node));
+    }
+
+    public void restart(int node) throws IOException {
+        run("restart", String.valueOf(node));
+    }
+
+    /** A driver session whose every request goes to one node (no token-aware routing elsewhere). */
+    public CqlSession session(int node) {
+        return session(node, false);
+    }
+
+    /**
+     * A driver session: with {@code tokenAware} the driver's default policy routes each request to a
+     * replica of its key; otherwise every request goes to node {@code node}.
+     */
+    public CqlSession session(int node, boolean tokenAware) {
+        ProgrammaticDriverConfigLoaderBuilder b = DriverConfigLoader.programmaticBuilder()
+                .withDuration(DefaultDriverOption.REQUEST_TIMEOUT, Duration.ofSeconds(30))
+                .withDuration(DefaultDriverOption.CONNECTION_INIT_QUERY_TIMEOUT, Duration.ofSeconds(30))
+                .withDuration(DefaultDriverOption.CONTROL_CONNECTION_TIMEOUT, Duration.ofSeconds(30))
+                .withString(DefaultDriverOption.LOAD_BALANCING_LOCAL_DATACENTER, "datacenter1")
+                .withInt(DefaultDriverOption.METADATA_SCHEMA_REQUEST_PAGE_SIZE, 5000)
+                .withDuration(DefaultDriverOption.RECONNECTION_BASE_DELAY, Duration.ofMillis(200))
+                .withDuration(DefaultDriverOption.RECONNECTION_MAX_DELAY, Duration.ofSeconds(2));
+        if (!tokenAware) {
+            b = b.withClass(DefaultDriverOption.LOAD_BALANCING_POLICY_CLASS, FixedNodePolicy.class)
+                    .withString(FixedNodePolicy.NODE_OPTION, "127.0.0." + node);
+        }
+        return CqlSession.builder()
+                .addContactPoint(new InetSocketAddress("127.0.0." + node, 9042))
+                .withLocalDatacenter("datacenter1")
+                .withConfigLoader(b.build())
+                .build();
+    }
+
+    /** A Needle metric of a table on one node, over JMX (a counter's count or a gauge's value). */
+    public long metric(int node, String keyspace, String table, String name) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            MBeanServerConnection mbs = c.getMBeanServerConnection();
+            ObjectName on = new ObjectName("org.apache.cassandra.metrics:type=Needle,keyspace=" + keyspace
+                    + ",scope=" + table + ",name=" + name);
+            boolean counter = Arrays.stream(mbs.getMBeanInfo(on).getAttributes()).anyMatch(a -> a.getName().equals("Count"));
+            return ((Number) mbs.getAttribute(on, counter ? "Count" : "Value")).longValue();
+        } catch (JMException e) {
+            throw new IOException("metric " + name + " of " + keyspace + "." + table + " on node " + node + ": " + e, e);
+        }
+    }
+
+    /** The value of any numeric JMX gauge of a node (e.g. Cassandra's compaction or table metrics). */
+    public long gauge(int node, String objectName) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            return ((Number) c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), "Value")).longValue();
+        } catch (JMException e) {
+            throw new IOException("JMX " + objectName + " on node " + node + ": " + e, e);
+        }
+    }
+
+    /** Empties the node's key cache (Cassandra's own cache of partition index positions). */
+    public void invalidateKeyCache(int node) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            c.getMBeanServerConnection().invoke(new ObjectName("org.apache.cassandra.db:type=Caches"),
+                    "invalidateKeyCache", new Object[0], new String[0]);
+        } catch (JMException e) {
+            throw new IOException("invalidating the key cache of node " + node + ": " + e, e);
+        }
+    }
+
+    private static JMXConnector jmx(int node) throws IOException {
+        return JMXConnectorFactory.connect(new JMXServiceURL(
+                "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + (7199 + (node - 1) * 10) + "/jmxrmi"));
+    }
+
+    /** Takes every node down and removes the folder; only the first call does anything. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            run("down");
+        } catch (IOException | RuntimeException e) {
+            System.err.println("needle-cluster down failed: " + e.getMessage());
+        }
+    }
+}
