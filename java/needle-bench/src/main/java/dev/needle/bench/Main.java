@@ -26,6 +26,9 @@ public final class Main {
               --warm-only          skip the cold-cache runs (they need root)
             """;
 
+    /** Set when the JVM is shutting down (Ctrl-C): the requests that fail then are not the run's fault. */
+    private static volatile boolean stopping;
+
     private Main() {}
 
     public static void main(String[] args) {
@@ -90,7 +93,10 @@ public final class Main {
         List<String> up = new ArrayList<>(List.of("--heap", heap));
         try (LocalCluster cluster = LocalCluster.start(tool, jar, clusterDir, 1, up.toArray(new String[0]))) {
             // Ctrl-C skips finally blocks: stop the node from a shutdown hook too.
-            Runtime.getRuntime().addShutdownHook(new Thread(cluster::close, "needle-bench-stop-cluster"));
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                stopping = true;
+                cluster.close();
+            }, "needle-bench-stop-cluster"));
             Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
                     .note("command", "needle-bench " + String.join(" ", args))
                     .note("node_heap", heap)
@@ -109,6 +115,10 @@ public final class Main {
             System.err.println("needle-bench: " + ex.getMessage());
             return 2;
         } catch (IOException | RuntimeException ex) {
+            if (stopping) {
+                System.err.println("needle-bench: interrupted; the node is stopped and results.json holds the points measured so far");
+                return 1;
+            }
             System.err.println("needle-bench: the run failed: " + ex.getMessage());
             ex.printStackTrace();
             return 1;
