@@ -191,6 +191,26 @@ public abstract class Library {
             return true;
         }
 
+        /** A new, empty filter sized for {@code n} keys at {@code fpp}. */
+        abstract F create();
+
+        /** Inserts one key (a 64-bit hash) into {@code g}; false when the filter is full. */
+        abstract boolean insert(F g, long key);
+
+        /** Builds a new filter from {@code keys}; returns how many inserts failed. */
+        @Override
+        public long build(long[] keys) {
+            F g = create();
+            long failed = 0;
+            for (long k : keys) {
+                if (!insert(g, k)) {
+                    failed++;
+                }
+            }
+            f = g;
+            return failed;
+        }
+
         @Override
         public Object filter() {
             return f;
@@ -223,16 +243,13 @@ public abstract class Library {
         }
 
         @Override
-        public long build(long[] keys) {
-            CuckooFilter g = CuckooFilter.create(n, fpp);
-            long failed = 0;
-            for (long k : keys) {
-                if (!g.insertHash(hashOf(k))) {
-                    failed++;
-                }
-            }
-            f = g;
-            return failed;
+        CuckooFilter create() {
+            return CuckooFilter.create(n, fpp);
+        }
+
+        @Override
+        boolean insert(CuckooFilter g, long key) {
+            return g.insertHash(hashOf(key));
         }
 
         @Override
@@ -326,16 +343,13 @@ public abstract class Library {
         }
 
         @Override
-        public long build(long[] keys) {
-            DeletionAwareCuckooFilter g = DeletionAwareCuckooFilter.create(n, fpp);
-            long failed = 0;
-            for (long k : keys) {
-                if (!g.insertHash(k)) {
-                    failed++;
-                }
-            }
-            f = g;
-            return failed;
+        DeletionAwareCuckooFilter create() {
+            return DeletionAwareCuckooFilter.create(n, fpp);
+        }
+
+        @Override
+        boolean insert(DeletionAwareCuckooFilter g, long key) {
+            return g.insertHash(key);
         }
 
         /** Present = LIVE or DELETED (anything but ABSENT), the answer that makes a read go to disk. */
@@ -383,16 +397,13 @@ public abstract class Library {
         }
 
         @Override
-        public long build(long[] keys) {
-            AdaptiveCuckooFilter g = AdaptiveCuckooFilter.create(n, fpp);
-            long failed = 0;
-            for (long k : keys) {
-                if (!g.insertHash(k)) {
-                    failed++;
-                }
-            }
-            f = g;
-            return failed;
+        AdaptiveCuckooFilter create() {
+            return AdaptiveCuckooFilter.create(n, fpp);
+        }
+
+        @Override
+        boolean insert(AdaptiveCuckooFilter g, long key) {
+            return g.insertHash(key);
         }
 
         @Override
@@ -443,16 +454,13 @@ public abstract class Library {
         }
 
         @Override
-        public long build(long[] keys) {
-            BloomFilter g = BloomFilter.create(n, fpp);
-            long failed = 0;
-            for (long k : keys) {
-                if (!g.insertHash(k)) {
-                    failed++;
-                }
-            }
-            f = g;
-            return failed;
+        BloomFilter create() {
+            return BloomFilter.create(n, fpp);
+        }
+
+        @Override
+        boolean insert(BloomFilter g, long key) {
+            return g.insertHash(key);
         }
 
         @Override
