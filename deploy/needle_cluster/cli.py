@@ -49,6 +49,7 @@ def _parser():
     up.add_argument("--heap", metavar="SIZE", help=f"heap per node (default {config.DEFAULT_HEAP})")
     up.add_argument("--yaml", metavar="KEY=VALUE", action="append", default=[],
                     help="extra top-level cassandra.yaml setting (repeatable)")
+    up.add_argument("--data-dirs", type=int, metavar="N", help="data directories per node (data, data2 ...; default 1)")
     up.add_argument("--timeout", type=int, default=180, help="seconds each node may take to start")
 
     st = verb("status", "show every node's state")
@@ -108,7 +109,7 @@ def run(argv):
             yaml[key.strip()] = value.strip()
         Cluster.up(args.nodes, dir=d, version=getattr(args, "cassandra_version", None), name=args.name,
                    with_needle=args.with_needle, query_handler=args.query_handler, jvm_opts=args.jvm_opt,
-                   heap=args.heap, yaml=yaml, timeout=args.timeout, log=_log)
+                   heap=args.heap, yaml=yaml, timeout=args.timeout, log=_log, data_dirs=args.data_dirs)
         return 0
     c = Cluster(d, log=_log)
     if verb == "down":

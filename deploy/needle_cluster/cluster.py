@@ -145,31 +145,34 @@ class Cluster:
     @classmethod
     def up(cls, n=1, dir=None, version=None, name="needle", with_needle=None,
            query_handler=config.DEFAULT_QUERY_HANDLER, jvm_opts=(), heap=None, yaml=None,
-           timeout=START_TIMEOUT, log=_stderr):
+           timeout=START_TIMEOUT, log=_stderr, data_dirs=None):
         """Create (or resume) an n-node cluster in ``dir`` and start every node.
 
         ``with_needle`` is the path of the Needle plugin jar to put on each
         node's classpath, with ``query_handler`` as Cassandra's custom query
         handler class (None or "" for none). ``jvm_opts`` are extra JVM
-        options and ``yaml`` a dict of extra top-level cassandra.yaml settings.
+        options and ``yaml`` a dict of extra top-level cassandra.yaml settings;
+        ``data_dirs`` is the number of data directories per node (default 1).
         These are stored in cluster.json and apply to every later start.
         A stopped cluster in ``dir`` with the same size, version and name is
         started again with its data. Returns the running Cluster.
         """
         if not isinstance(n, int) or not 1 <= n <= 9:
             raise ClusterError(f"cannot start {n} nodes: choose 1 to 9 (-n)", code=2)
+        if data_dirs is not None and (not isinstance(data_dirs, int) or not 1 <= data_dirs <= 8):
+            raise ClusterError(f"cannot give each node {data_dirs} data directories: choose 1 to 8 (--data-dirs)", code=2)
         c = cls(dir, log=log)
         created = not c.dir.exists()
         c.dir.mkdir(parents=True, exist_ok=True)
         try:
-            c._up_locked(n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout)
+            c._up_locked(n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs)
         except BaseException:
             if created and not any(c.dir.iterdir()):
                 c.dir.rmdir()  # leave no empty folder behind a failed first step
             raise
         return c
 
-    def _up_locked(self, n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout):
+    def _up_locked(self, n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs=None):
         c, log = self, self.log
         with c._lock():
             c.meta = c._load_meta()
@@ -192,6 +195,8 @@ class Cluster:
                     c.meta["heap"] = heap
                 if yaml:
                     c.meta["yaml"] = dict(yaml)
+                if data_dirs:
+                    c.meta["data_dirs"] = data_dirs
                 log(f"resuming stopped cluster '{name}' ({n} nodes, Cassandra {version}) in {c.dir}")
             else:
                 foreign = [p.name for p in c.dir.iterdir()]
@@ -207,6 +212,7 @@ class Cluster:
                               "jmx": [config.jmx_port(i) for i in range(1, n + 1)]},
                     "addresses": [config.node_address(i) for i in range(1, n + 1)],
                     "needle": needle, "jvm_opts": list(jvm_opts), "yaml": dict(yaml or {}),
+                    "data_dirs": data_dirs or 1,
                 }
             java, _ = runtime.find_java()
             runtime.resolve_cassandra(version, log=log)
@@ -258,10 +264,12 @@ class Cluster:
     def _write_node_files(self, i):
         m = self.meta
         d = self.node_dir(i)
-        for sub in ("conf", "data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs"):
+        for sub in ("conf", "commitlog", "saved_caches", "hints", "cdc_raw", "logs"):
             (d / sub).mkdir(parents=True, exist_ok=True)
+        for data in config.data_dirs(d, m.get("data_dirs", 1)):
+            data.mkdir(parents=True, exist_ok=True)
         (d / "conf" / "cassandra.yaml").write_text(
-            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml")))
+            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1)))
         (d / "conf" / "logback.xml").write_text(config.logback_xml(d))
 
     def command(self, node, java="java", jars=None):

@@ -92,7 +92,13 @@ def _q(value):
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def node_yaml(node_dir, i, n, cluster_name, overrides=None):
+def data_dirs(node_dir, count=1):
+    """A node's data directories: data, data2, data3 ... (``count`` of them)."""
+    d = Path(node_dir)
+    return [d / "data"] + [d / f"data{k}" for k in range(2, count + 1)]
+
+
+def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1):
     """Text of node i's cassandra.yaml; ``overrides`` maps top-level keys to YAML values."""
     d = Path(node_dir)
     addr = node_address(i)
@@ -104,7 +110,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None):
         ("partitioner", "org.apache.cassandra.dht.Murmur3Partitioner"),
         # All nodes of a new cluster start empty with fixed tokens: nothing to stream.
         ("auto_bootstrap", "false"),
-        ("data_file_directories", f"\n  - {_q(d / 'data')}"),
+        ("data_file_directories", "".join(f"\n  - {_q(p)}" for p in data_dirs(d, data_dir_count))),
         ("commitlog_directory", _q(d / "commitlog")),
         ("saved_caches_directory", _q(d / "saved_caches")),
         ("hints_directory", _q(d / "hints")),

@@ -41,6 +41,14 @@ def test_yaml_per_node(tmp_path):
     assert "cluster_name: 'needle'" in y
 
 
+def test_several_data_directories(tmp_path):
+    y = config.node_yaml(tmp_path / "node1", 1, 1, "needle", data_dir_count=3)
+    listed = [line.strip()[2:].strip("'") for line in y.splitlines() if line.startswith("  - '")]
+    assert listed == [str(tmp_path / "node1" / d) for d in ("data", "data2", "data3")]
+    one = config.node_yaml(tmp_path / "node1", 1, 1, "needle")
+    assert f"data_file_directories:\n  - '{tmp_path / 'node1' / 'data'}'\n" in one
+
+
 def test_tokens_are_distinct_and_balanced():
     n = 3
     tokens = sorted(t for i in range(1, n + 1) for t in config.initial_tokens(i, n))
@@ -68,6 +76,8 @@ def test_usage_errors_exit_2(tmp_path):
     assert res.returncode == 2 and "no cluster in" in res.stderr
     res = run(tmp_path / "none", "up", "-n", "0")
     assert res.returncode == 2 and "choose 1 to 9" in res.stderr
+    res = run(tmp_path / "none", "up", "--data-dirs", "0")
+    assert res.returncode == 2 and "choose 1 to 8" in res.stderr
     res = run(tmp_path / "none", "up", "--yaml", "novalue")
     assert res.returncode == 2 and "KEY=VALUE" in res.stderr
     res = run(tmp_path / "none", "up", "--with-needle", str(tmp_path / "missing.jar"))

@@ -15,7 +15,7 @@ import java.util.SplittableRandom;
 /**
  * {@link Client} for one Cassandra table {@code (pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))}
  * through the DataStax Java driver 4.x. Which node coordinates is the session's load-balancing
- * policy (see {@link dev.needle.bench.cluster.LocalCluster#session(int, boolean)}). Row values are
+ * policy (see {@link dev.needle.testkit.LocalCluster#session(int, boolean)}). Row values are
  * slices of one random buffer: incompressible, and cheap to produce.
  */
 public final class CassandraClient implements Client {

@@ -1,6 +1,6 @@
 package dev.needle.bench;
 
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

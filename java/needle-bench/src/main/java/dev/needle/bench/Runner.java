@@ -6,7 +6,7 @@ import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.bench.KeySpace.DeleteMode;
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
@@ -432,7 +432,7 @@ public final class Runner {
         cluster.invalidateKeyCache(1);
     }
 
-    /** Bytes on disk per table: SSTables ("data"), Needle's saved filters ("needle"); SSTable count. */
+    /** Bytes on disk per table: SSTables ("data"), Needle's saved filters ("needle", an SSTable component); SSTable count. */
     private Map<String, Object> tableBytes() throws IOException {
         Map<String, Object> out = new LinkedHashMap<>();
         for (Variant v : variants) {
@@ -443,7 +443,7 @@ public final class Runner {
                     String s = "/" + cluster.dir().relativize(f);
                     if (s.contains(marker)) {
                         long len = Files.size(f);
-                        if (s.contains("/needle/")) {
+                        if (f.getFileName().toString().contains("-Needle+")) { // the filters saved as SSTable components
                             needle += len;
                         } else {
                             data += len;

@@ -1,7 +1,10 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.storage.StorageFilter;
+import java.util.Collection;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Callable;
 import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.db.ColumnFamilyStore;
@@ -17,9 +20,13 @@ import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.IndexRegistry;
+import org.apache.cassandra.index.SecondaryIndexBuilder;
+import org.apache.cassandra.index.SingletonIndexGroup;
 import org.apache.cassandra.index.transactions.IndexTransaction;
+import org.apache.cassandra.io.sstable.Component;
 import org.apache.cassandra.io.sstable.Descriptor;
 import org.apache.cassandra.io.sstable.SSTableFlushObserver;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.schema.TableMetadata;
@@ -33,18 +40,32 @@ import org.apache.cassandra.service.ClientState;
  *   WITH OPTIONS = {'filter': 'cuckoo', 'fp_rate': '0.001'};
  * </pre>
  *
- * It answers no queries itself: it tracks which partitions hold live data on this node (see
- * {@link TableKeyState}), and {@link NeedleQueryHandler} skips the reads of the others.
+ * <p>It answers no queries itself: it tracks which partitions hold live data on this node (see
+ * {@link StorageFilter}), and {@link NeedleQueryHandler} skips the reads of the others.
+ *
+ * <p>It is an SSTable-attached index, as Cassandra's own SAI is: it collects each SSTable's keys
+ * while Cassandra writes the SSTable (flush, compaction, streaming), saves them as a component of
+ * that SSTable (listed in its TOC, so snapshots, whole-SSTable streaming, {@code nodetool import}
+ * and deletion carry it), and has Cassandra build the component for SSTables that arrive without
+ * one. {@code nodetool rebuild_index} reads every SSTable again.
  */
 public final class NeedleIndex implements Index {
     private final ColumnFamilyStore baseCfs;
-    private IndexMetadata metadata;
-    private final TableKeyState state;
+    private volatile IndexMetadata metadata;
+    private final StorageFilter filter;
+    private final Group.Key groupKey = new Group.Key(this);
+    private final IndexBuildingSupport building = new IndexBuildingSupport() {
+        @Override
+        public SecondaryIndexBuilder getIndexBuildTask(ColumnFamilyStore cfs, Set<Index> indexes,
+                                                       Collection<SSTableReader> sstables, boolean isFullRebuild) {
+            return filter.builder(sstables, isFullRebuild);
+        }
+    };
 
     public NeedleIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata) {
         this.baseCfs = baseCfs;
         this.metadata = metadata;
-        this.state = new TableKeyState(baseCfs, NeedleOptions.parse(metadata.options), metadata.name);
+        this.filter = new StorageFilter(baseCfs, NeedleOptions.parse(metadata.options), metadata.name);
     }
 
     /** Called by Cassandra (by reflection) on CREATE INDEX: rejects bad options with a clear message. */
@@ -57,14 +78,15 @@ public final class NeedleIndex implements Index {
         return NeedleOptions.unknown(options);
     }
 
-    TableKeyState state() {
-        return state;
+    /** The storage filter of this index's table. */
+    public StorageFilter filter() {
+        return filter;
     }
 
     @Override
     public Callable<?> getInitializationTask() {
         return () -> {
-            state.initialize();
+            filter.initialize();
             return null;
         };
     }
@@ -82,17 +104,15 @@ public final class NeedleIndex implements Index {
 
     @Override
     public void register(IndexRegistry registry) {
-        state.registered();
-        registry.registerIndex(this);
-        baseCfs.getTracker().subscribe(state);
-        NeedleRegistry.put(baseCfs.metadata().id, state);
+        registry.registerIndex(this, groupKey, () -> new NeedleIndexGroup(this));
+        filter.registered();
+        NeedleRegistry.put(baseCfs.metadata().id, filter);
     }
 
     @Override
     public void unregister(IndexRegistry registry) {
-        NeedleRegistry.remove(baseCfs.metadata().id, state);
-        baseCfs.getTracker().unsubscribe(state);
-        Index.super.unregister(registry);
+        NeedleRegistry.remove(baseCfs.metadata().id, filter);
+        registry.unregisterIndex(this, groupKey);
     }
 
     @Override
@@ -102,35 +122,53 @@ public final class NeedleIndex implements Index {
 
     @Override
     public Callable<?> getBlockingFlushTask() {
-        return null;
+        return null; // its per-SSTable state is written with each SSTable
     }
 
     @Override
     public Callable<?> getInvalidateTask() {
         return () -> {
-            NeedleRegistry.remove(baseCfs.metadata().id, state);
-            baseCfs.getTracker().unsubscribe(state);
-            state.close(true);
+            NeedleRegistry.remove(baseCfs.metadata().id, filter);
+            filter.close(true);
             return null;
         };
     }
 
     @Override
     public Callable<?> getTruncateTask(long truncatedAt) {
-        return () -> {
-            state.truncate();
-            return null;
-        };
+        return null; // the tracker's notifications of the truncation already updated the filter
+    }
+
+    /** True, so that {@code nodetool rebuild_index} rebuilds it (through {@link #getBuildTaskSupport()}). */
+    @Override
+    public boolean shouldBuildBlocking() {
+        return true;
     }
 
     @Override
-    public boolean shouldBuildBlocking() {
-        return false;
+    public boolean isSSTableAttached() {
+        return true;
+    }
+
+    @Override
+    public IndexBuildingSupport getBuildTaskSupport() {
+        return building;
+    }
+
+    /** Whatever failed, the index keeps seeing writes: a write it missed would be a false negative. */
+    @Override
+    public LoadType getSupportedLoadTypeOnFailure(boolean isInitialBuild) {
+        return LoadType.ALL;
+    }
+
+    @Override
+    public Set<Component> getComponents() {
+        return Set.of(filter.component());
     }
 
     @Override
     public SSTableFlushObserver getFlushObserver(Descriptor descriptor, LifecycleNewTracker tracker) {
-        return state.observer(descriptor, tracker);
+        return filter.observer(descriptor, tracker);
     }
 
     @Override
@@ -167,11 +205,35 @@ public final class NeedleIndex implements Index {
     public Indexer indexerFor(DecoratedKey key, RegularAndStaticColumns columns, long nowInSec, WriteContext ctx,
                               IndexTransaction.Type transactionType, Memtable memtable) {
         // Only writes change what is live; compaction and cleanup are seen through their SSTables.
-        return transactionType == IndexTransaction.Type.UPDATE ? state.indexer(key, memtable, nowInSec) : null;
+        return transactionType == IndexTransaction.Type.UPDATE ? filter.indexer(key, memtable, nowInSec) : null;
     }
 
     @Override
     public Searcher searcherFor(ReadCommand command) {
         return null;
+    }
+
+    /**
+     * The index's group: Cassandra asks it to validate SSTables that arrive whole (by streaming or
+     * {@code nodetool import}) before they go live.
+     */
+    static final class NeedleIndexGroup extends SingletonIndexGroup {
+        private final NeedleIndex index;
+
+        NeedleIndexGroup(NeedleIndex index) {
+            super(index);
+            this.index = index;
+        }
+
+        /**
+         * Loads the saved filters of arriving SSTables. For whole-SSTable streaming ({@code
+         * throwOnIncomplete}, where a false would fail the stream) a missing one is built here;
+         * for an import, false makes Cassandra run the index build before the SSTables go live.
+         */
+        @Override
+        public boolean validateSSTableAttachedIndexes(Collection<SSTableReader> sstables, boolean throwOnIncomplete,
+                                                      boolean validateChecksum) {
+            return index.filter.validate(sstables, throwOnIncomplete);
+        }
     }
 }

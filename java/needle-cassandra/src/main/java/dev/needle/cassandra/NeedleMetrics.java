@@ -2,8 +2,10 @@ package dev.needle.cassandra;
 
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;
+import dev.needle.cassandra.storage.StorageFilter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.ToLongFunction;
 import org.apache.cassandra.metrics.CassandraMetricsRegistry;
 import org.apache.cassandra.metrics.CassandraMetricsRegistry.MetricName;
 
@@ -11,42 +13,55 @@ import org.apache.cassandra.metrics.CassandraMetricsRegistry.MetricName;
  * Needle's metrics for one indexed table, in Cassandra's metrics registry and so over JMX as
  * {@code org.apache.cassandra.metrics:type=Needle,keyspace=KS,scope=TABLE,name=NAME}.
  */
-final class NeedleMetrics {
+public final class NeedleMetrics {
     private static final String GROUP = "org.apache.cassandra.metrics";
     private static final String TYPE = "Needle";
 
     /** Reads answered empty without touching SSTables. */
-    final Counter lookupsSkipped;
+    public final Counter lookupsSkipped;
     /** Reads passed to Cassandra (the filters said LIVE, or the read was not eligible). */
-    final Counter lookupsPassed;
+    public final Counter lookupsPassed;
     /** Reads the filters called LIVE that returned no rows: false positives, deletions not yet known, or data elsewhere. */
-    final Counter emptyAfterLive;
+    public final Counter emptyAfterLive;
     /** Keys proven to hold no live data by a feedback read and then skipped. */
-    final Counter feedbackRemovals;
-    final Counter sstablesScanned;
-    final Counter sstablesLoaded;
+    public final Counter feedbackRemovals;
+    /** Feedback reads not made because too many were waiting (the key is checked again on a later empty read). */
+    public final Counter feedbackChecksDropped;
+    /** SSTables whose keys were read from their data. */
+    public final Counter sstablesScanned;
+    /** SSTables whose keys were loaded from the filter saved with them. */
+    public final Counter sstablesLoaded;
+    /** Filters saved as SSTable components. */
+    public final Counter sstablesSaved;
+    /** Errors Needle caught so as not to fail a write, flush, compaction or stream (see the node's log). */
+    public final Counter failures;
 
     private final List<MetricName> names = new ArrayList<>();
     private final String keyspace;
     private final String table;
 
-    NeedleMetrics(String keyspace, String table, String index, TableKeyState state) {
+    public NeedleMetrics(String keyspace, String table, String index, StorageFilter filter) {
         this.keyspace = keyspace;
         this.table = table;
         lookupsSkipped = counter("LookupsSkipped");
         lookupsPassed = counter("LookupsPassed");
         emptyAfterLive = counter("EmptyReadsAfterLive");
         feedbackRemovals = counter("FeedbackRemovals");
+        feedbackChecksDropped = counter("FeedbackChecksDropped");
         sstablesScanned = counter("SSTablesScanned");
         sstablesLoaded = counter("SSTablesLoaded");
-        gauge("FilterBytes", state::filterBytes);
-        gauge("LiveKeys", state::liveEntries);
-        gauge("DeletedKeys", state::deletedEntries);
-        gauge("MemtableKeys", state::memtableKeys);
-        gauge("PartitionTombstones", () -> (long) state.tombstonesTracked());
-        gauge("ProvenDeadKeys", () -> (long) state.provenDeadKeys());
-        gauge("SSTablesWithFilter", () -> (long) state.sstableCount());
-        gauge("Ready", () -> state.isReady() ? 1L : 0L);
+        sstablesSaved = counter("SSTablesSaved");
+        failures = counter("Failures");
+        gauge("Ready", filter, s -> s.ready() ? 1 : 0);
+        gauge("FilterBytes", filter, StorageFilter.Stats::filterBytes);
+        gauge("LiveKeys", filter, StorageFilter.Stats::liveKeys);
+        gauge("DeletedKeys", filter, StorageFilter.Stats::deletedKeys);
+        gauge("MemtableKeys", filter, StorageFilter.Stats::memtableKeys);
+        gauge("PartitionTombstones", filter, StorageFilter.Stats::partitionTombstones);
+        gauge("ProvenDeadKeys", filter, StorageFilter.Stats::provenDeadKeys);
+        gauge("SSTablesWithFilter", filter, StorageFilter.Stats::sstablesWithFilter);
+        gauge("SSTablesWithoutFilter", filter, StorageFilter.Stats::sstablesWithoutFilter);
+        gauge("UntrackedMemtables", filter, StorageFilter.Stats::untrackedMemtables);
     }
 
     private MetricName name(String metric) {
@@ -61,14 +76,14 @@ final class NeedleMetrics {
         return CassandraMetricsRegistry.Metrics.register(n, new Counter());
     }
 
-    private void gauge(String metric, java.util.function.Supplier<Long> value) {
+    private void gauge(String metric, StorageFilter filter, ToLongFunction<StorageFilter.Stats> value) {
         MetricName n = name(metric);
         CassandraMetricsRegistry.Metrics.remove(n);
         names.add(n);
-        CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) value::get);
+        CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) () -> value.applyAsLong(filter.stats()));
     }
 
-    void release() {
+    public void release() {
         for (MetricName n : names) {
             CassandraMetricsRegistry.Metrics.remove(n);
         }

@@ -1,5 +1,6 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -41,6 +42,7 @@ import org.apache.cassandra.utils.MD5Digest;
  */
 public final class NeedleQueryHandler implements QueryHandler {
     static final String TRACE_SKIPPED = "Needle: partition absent/deleted on this node, read skipped";
+    private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(NeedleQueryHandler.class);
     private final QueryProcessor stock = QueryProcessor.instance;
 
     @Override
@@ -80,12 +82,23 @@ public final class NeedleQueryHandler implements QueryHandler {
         if (!(statement instanceof SelectStatement select)) {
             return stockWay.get();
         }
-        Decision d = decide(select, state, options);
-        if (d.skip) {
-            return skipped(select, d.state);
+        Decision d;
+        try {
+            d = decide(select, state, options);
+            if (d.skip) {
+                return skipped(select, d.state);
+            }
+        } catch (RuntimeException e) {
+            // Needle never fails a read: whatever went wrong, the read goes the stock way.
+            logger.warn("Needle could not decide on a read of {}; it is not skipped", select.table, e);
+            d = Decision.PASS;
         }
         ResultMessage result = stockWay.get();
-        feedback(d, result);
+        try {
+            feedback(d, result);
+        } catch (RuntimeException e) {
+            logger.warn("Needle feedback after a read of {} failed", select.table, e);
+        }
         return result;
     }
 
@@ -97,12 +110,12 @@ public final class NeedleQueryHandler implements QueryHandler {
     }
 
     /** What the filters said about a statement: skip it, or pass it and maybe learn from an empty result. */
-    private record Decision(boolean skip, TableKeyState state, List<ByteBuffer> liveKeys) {
+    private record Decision(boolean skip, StorageFilter state, List<ByteBuffer> liveKeys) {
         static final Decision PASS = new Decision(false, null, null);
     }
 
     private static Decision decide(SelectStatement select, QueryState queryState, QueryOptions options) {
-        TableKeyState table = NeedleRegistry.get(select.table.id);
+        StorageFilter table = NeedleRegistry.get(select.table.id);
         if (table == null) {
             return Decision.PASS;
         }
@@ -112,7 +125,7 @@ public final class NeedleQueryHandler implements QueryHandler {
                 || r.isKeyRange() || !r.hasPartitionKeyRestrictions() || r.isPartitionKeyRestrictionsOnToken()
                 || r.usesSecondaryIndexing() || select.getSelection().isAggregate()
                 || select.getAggregationSpec(options) != null || !table.isReady()) {
-            table.metrics.lookupsPassed.inc();
+            table.metrics().lookupsPassed.inc();
             return Decision.PASS;
         }
         List<ByteBuffer> keys;
@@ -121,13 +134,24 @@ public final class NeedleQueryHandler implements QueryHandler {
         } catch (RuntimeException e) {
             return Decision.PASS; // invalid request: let Cassandra say why
         }
-        if (keys.isEmpty() || !localReplicaOfAll(select, keys)) {
-            table.metrics.lookupsPassed.inc();
+        if (keys.isEmpty()) {
+            table.metrics().lookupsPassed.inc();
             return Decision.PASS;
         }
+        Token[] tokens = new Token[keys.size()];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = select.table.partitioner.getToken(keys.get(i));
+        }
+        if (!localReplicaOfAll(select, tokens)) {
+            table.metrics().lookupsPassed.inc();
+            return Decision.PASS;
+        }
+        // The query's own "now" (a client may set it): time-dependent judgements are checked against it.
+        long nowInSec = options.getNowInSeconds(queryState);
         List<ByteBuffer> live = null;
-        for (ByteBuffer key : keys) {
-            if (table.lookup(key) == KeyState.LIVE) {
+        for (int i = 0; i < tokens.length; i++) {
+            ByteBuffer key = keys.get(i);
+            if (table.lookup(key, tokens[i], nowInSec) == KeyState.LIVE) {
                 if (live == null) {
                     live = new java.util.ArrayList<>(keys.size());
                 }
@@ -137,17 +161,16 @@ public final class NeedleQueryHandler implements QueryHandler {
         if (live == null) {
             return new Decision(true, table, null);
         }
-        table.metrics.lookupsPassed.inc();
+        table.metrics().lookupsPassed.inc();
         // Learn only from reads of whole partitions: an empty slice says nothing of the rest.
         boolean wholePartitions = !r.hasClusteringColumnsRestrictions() && !r.hasRegularColumnsRestrictions()
                 && !r.hasNonPrimaryKeyRestrictions();
         return new Decision(false, wholePartitions ? table : null, wholePartitions ? live : null);
     }
 
-    private static boolean localReplicaOfAll(SelectStatement select, List<ByteBuffer> keys) {
+    private static boolean localReplicaOfAll(SelectStatement select, Token[] tokens) {
         InetAddressAndPort self = FBUtilities.getBroadcastAddressAndPort();
-        for (ByteBuffer key : keys) {
-            Token token = select.table.partitioner.getToken(key);
+        for (Token token : tokens) {
             EndpointsForToken replicas = EndpointsForToken.natural(select.table, token);
             if (!replicas.endpoints().contains(self)) {
                 return false;
@@ -156,8 +179,8 @@ public final class NeedleQueryHandler implements QueryHandler {
         return true;
     }
 
-    private static ResultMessage skipped(SelectStatement select, TableKeyState table) {
-        table.metrics.lookupsSkipped.inc();
+    private static ResultMessage skipped(SelectStatement select, StorageFilter table) {
+        table.metrics().lookupsSkipped.inc();
         Tracing.trace(TRACE_SKIPPED);
         // A copy: the transport may mark the metadata of this response as skipped.
         return new ResultMessage.Rows(new ResultSet(select.getResultMetadata().copy()));

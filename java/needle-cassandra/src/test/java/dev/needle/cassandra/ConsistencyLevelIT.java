@@ -1,6 +1,6 @@
 package dev.needle.cassandra;
 
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -45,34 +45,19 @@ class ConsistencyLevelIT {
                 }
                 cluster.startNode(3);
                 // Node 1 holds the tombstone: at ONE it answers empty, skipping the read.
-                ResultSet traced = s1.execute(SimpleStatement.newInstance("SELECT v FROM ks.needle WHERE pk = 1")
-                        .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(true));
-                assertEquals(0, traced.all().size());
-                assertTrue(traced.getExecutionInfo().getQueryTrace().getEvents().stream()
-                        .anyMatch(e -> NeedleQueryHandler.TRACE_SKIPPED.equals(e.getActivity())));
+                Lookups.assertSkipped(cluster, 1, "ks", "needle", "node 1 holds the tombstone",
+                        () -> assertEquals(List.of(), read(s1, "needle", ConsistencyLevel.ONE)));
             }
             try (CqlSession s3 = cluster.session(3)) {
                 // Node 3 missed the delete and holds live data: through it, Needle must not skip at ONE.
-                ResultSet viaStale = s3.execute(SimpleStatement.newInstance("SELECT v FROM ks.needle WHERE pk = 1")
-                        .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(true));
-                assertTrue(viaStale.getExecutionInfo().getQueryTrace().getEvents().stream()
-                        .noneMatch(e -> NeedleQueryHandler.TRACE_SKIPPED.equals(e.getActivity())),
-                        "the replica holding live data skipped its read");
-                // Repair streams the tombstone to node 3: the streamed SSTable's keys are scanned,
-                // and from then on node 3 skips the read too.
-                long scannedBefore = cluster.metric(3, "ks", "needle", "SSTablesScanned");
-                cluster.run("nodetool", "3", "repair", "-full", "ks", "needle");
-                for (int i = 0; i < 300 && (cluster.metric(3, "ks", "needle", "SSTablesScanned") <= scannedBefore
-                        || cluster.metric(3, "ks", "needle", "Ready") != 1); i++) {
-                    Thread.sleep(100);
-                }
-                assertTrue(cluster.metric(3, "ks", "needle", "SSTablesScanned") > scannedBefore, "no streamed SSTable was scanned");
-                ResultSet afterRepair = s3.execute(SimpleStatement.newInstance("SELECT v FROM ks.needle WHERE pk = 1")
-                        .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(true));
-                assertEquals(0, afterRepair.all().size());
-                assertTrue(afterRepair.getExecutionInfo().getQueryTrace().getEvents().stream()
-                        .anyMatch(e -> NeedleQueryHandler.TRACE_SKIPPED.equals(e.getActivity())),
-                        "node 3 did not learn the repaired delete");
+                Lookups.assertRead(cluster, 3, "ks", "needle", "the replica holding live data",
+                        () -> read(s3, "needle", ConsistencyLevel.ONE));
+                // Repair streams the tombstone to node 3: Needle learns it from the streamed SSTable
+                // (its observer or its saved filter, then the partition deletions), and from then on
+                // node 3 skips the read too.
+                cluster.nodetool(3, "repair", "-full", "ks", "needle");
+                Lookups.awaitSkipped(cluster, 3, "ks", "needle", "node 3 after the repair", 60,
+                        () -> assertEquals(List.of(), read(s3, "needle", ConsistencyLevel.ONE)));
                 // Above ONE the delete wins, exactly as without the index.
                 for (ConsistencyLevel cl : new ConsistencyLevel[] {ConsistencyLevel.QUORUM, ConsistencyLevel.ALL}) {
                     assertEquals(read(s3, "twin", cl), read(s3, "needle", cl), cl.name());

@@ -10,7 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.needle.bench.CassandraClient;
 import dev.needle.bench.Experiment;
 import dev.needle.bench.Runner;
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;

@@ -1,6 +1,6 @@
 package dev.needle.cassandra;
 
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -22,29 +22,11 @@ import org.junit.jupiter.api.Test;
 class RestartIT {
 
     private static ResultSet select(CqlSession s, int pk) {
-        return s.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = ?", pk)
-                .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(true));
-    }
-
-    private static boolean skipped(ResultSet rs) {
-        return rs.getExecutionInfo().getQueryTrace().getEvents().stream()
-                .anyMatch(e -> NeedleQueryHandler.TRACE_SKIPPED.equals(e.getActivity()));
+        return s.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = ?", pk).setConsistencyLevel(ConsistencyLevel.ONE));
     }
 
     private static void waitFor(LocalCluster c, String metric, long atLeast) throws Exception {
-        long v = -1;
-        for (int i = 0; i < 600; i++) {
-            try {
-                v = c.metric(1, "ks", "t", metric);
-                if (v >= atLeast) {
-                    return;
-                }
-            } catch (java.io.IOException e) {
-                // not registered yet
-            }
-            Thread.sleep(100);
-        }
-        throw new AssertionError(metric + " stayed at " + v + ", expected at least " + atLeast);
+        c.awaitMetric(1, "ks", "t", metric, v -> v >= atLeast, java.time.Duration.ofMinutes(1));
     }
 
     @Test
@@ -71,13 +53,11 @@ class RestartIT {
                 cluster.flush(1, "ks", "t");
 
                 // Row-by-row deletes are learned from the first read that finds nothing.
-                ResultSet first = select(s, 105);
-                assertEquals(0, first.all().size());
-                assertFalse(skipped(first), "row deletes are not known before a read proves them");
+                Lookups.assertRead(cluster, 1, "ks", "t", "row deletes are not known before a read proves them",
+                        () -> assertEquals(0, select(s, 105).all().size()));
                 waitFor(cluster, "FeedbackRemovals", 1);
-                ResultSet second = select(s, 105);
-                assertEquals(0, second.all().size());
-                assertTrue(skipped(second), "the proven-dead partition was read again");
+                Lookups.assertSkipped(cluster, 1, "ks", "t", "the proven-dead partition",
+                        () -> assertEquals(0, select(s, 105).all().size()));
                 s.execute("INSERT INTO ks.t (pk, ck, v) VALUES (105, 9, 'back')");
                 assertEquals(1, select(s, 105).all().size(), "a write after the proof must be visible");
             }
@@ -88,9 +68,8 @@ class RestartIT {
             assertTrue(cluster.metric(1, "ks", "t", "SSTablesLoaded") >= 1);
             assertEquals(0, cluster.metric(1, "ks", "t", "SSTablesScanned"));
             try (CqlSession s = cluster.session(1)) {
-                ResultSet deleted = select(s, 7);
-                assertEquals(0, deleted.all().size());
-                assertTrue(skipped(deleted));
+                Lookups.assertSkipped(cluster, 1, "ks", "t", "a deleted partition after a restart",
+                        () -> assertEquals(0, select(s, 7).all().size()));
                 assertEquals(3, select(s, 150).all().size());
                 assertEquals(1, select(s, 105).all().size());
                 // Unflushed writes and deletes, then a crash: the commit log brings both back.
@@ -106,9 +85,8 @@ class RestartIT {
             waitFor(cluster, "Ready", 1);
             try (CqlSession s = cluster.session(1)) {
                 assertEquals(3, select(s, 300).all().size(), "write lost across kill -9");
-                ResultSet gone = select(s, 301);
-                assertEquals(0, gone.all().size());
-                assertTrue(skipped(gone), "a replayed delete is not known");
+                Lookups.assertSkipped(cluster, 1, "ks", "t", "a replayed delete",
+                        () -> assertEquals(0, select(s, 301).all().size()));
                 assertEquals(0, select(s, 150).all().size());
                 assertEquals(3, select(s, 160).all().size());
             }
@@ -117,7 +95,7 @@ class RestartIT {
             cluster.stop(1);
             List<Path> files;
             try (Stream<Path> walk = Files.walk(cluster.dir())) {
-                files = walk.filter(p -> p.toString().endsWith(".ndls")).toList();
+                files = walk.filter(p -> p.getFileName().toString().contains("-Needle+")).toList();
             }
             assertFalse(files.isEmpty(), "no saved filter under " + cluster.dir());
             for (Path f : files) {
@@ -129,9 +107,8 @@ class RestartIT {
             waitFor(cluster, "Ready", 1);
             assertTrue(cluster.metric(1, "ks", "t", "SSTablesScanned") >= files.size());
             try (CqlSession s = cluster.session(1)) {
-                ResultSet deleted = select(s, 7);
-                assertEquals(0, deleted.all().size());
-                assertTrue(skipped(deleted));
+                Lookups.assertSkipped(cluster, 1, "ks", "t", "a deleted partition after the rebuild",
+                        () -> assertEquals(0, select(s, 7).all().size()));
                 for (int pk = 150; pk < 200; pk++) {
                     assertEquals(pk == 150 ? 0 : 3, select(s, pk).all().size(), "partition " + pk);
                 }

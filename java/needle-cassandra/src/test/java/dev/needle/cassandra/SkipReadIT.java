@@ -1,6 +1,6 @@
 package dev.needle.cassandra;
 
-import dev.needle.bench.cluster.LocalCluster;
+import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -71,18 +71,14 @@ class SkipReadIT {
             } else if (phase.equals("compacted")) {
                 cluster.compact(1, "ks", "t");
             }
-            ResultSet deleted = select(5, true);
-            assertEquals(0, deleted.all().size(), phase);
-            assertTrue(skippedPerTrace(deleted), phase + ": read of a deleted partition was not skipped");
-            ResultSet absent = select(5000, true);
-            assertEquals(0, absent.all().size(), phase);
-            assertTrue(skippedPerTrace(absent), phase + ": read of a never-written partition was not skipped");
-            ResultSet live = select(50, true);
-            assertEquals(3, live.all().size(), phase);
-            assertTrue(!skippedPerTrace(live), phase + ": a live partition's read was skipped");
+            Lookups.assertSkipped(cluster, 1, "ks", "t", phase + ", deleted partition",
+                    () -> assertEquals(0, select(5, false).all().size()));
+            Lookups.assertSkipped(cluster, 1, "ks", "t", phase + ", never-written partition",
+                    () -> assertEquals(0, select(5000, false).all().size()));
+            Lookups.assertRead(cluster, 1, "ks", "t", phase + ", live partition",
+                    () -> assertEquals(3, select(50, false).all().size()));
         }
-        long skipped = cluster.metric(1, "ks", "t", "LookupsSkipped");
-        assertTrue(skipped >= 6, "LookupsSkipped = " + skipped);
+        assertTrue(skippedPerTrace(select(5000, true)), "a skipped read carries its trace event");
         assertTrue(cluster.metric(1, "ks", "t", "FilterBytes") > 0);
     }
 
@@ -99,13 +95,13 @@ class SkipReadIT {
     }
 
     @Test
-    void aggregatesAndHigherConsistencyLevelsAreNotSkipped() {
+    void aggregatesAndHigherConsistencyLevelsAreNotSkipped() throws Exception {
         long count = session.execute(SimpleStatement.newInstance("SELECT count(*) FROM ks.t WHERE pk = 99999")
                 .setConsistencyLevel(ConsistencyLevel.ONE)).one().getLong(0);
         assertEquals(0, count, "an aggregate over an absent partition still returns its row");
-        ResultSet quorum = session.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998")
-                .setConsistencyLevel(ConsistencyLevel.QUORUM).setTracing(true));
-        assertTrue(!skippedPerTrace(quorum), "a QUORUM read was skipped");
+        LocalCluster.LookupCounts quorum = cluster.lookups(1, "ks", "t", () -> session.execute(
+                SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998").setConsistencyLevel(ConsistencyLevel.QUORUM)));
+        assertEquals(new LocalCluster.LookupCounts(0, 1), quorum, "a QUORUM read was skipped");
     }
 
     @Test
@@ -142,21 +138,11 @@ class SkipReadIT {
             assertNotNull(session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = ?", i)
                     .setConsistencyLevel(ConsistencyLevel.ONE)).one());
         }
-        assertTrue(skippedPerTrace(session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = 777")
-                .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(true))));
+        Lookups.assertSkipped(cluster, 1, "ks", "again", "a never-written key after the re-creation", () -> session.execute(
+                SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = 777").setConsistencyLevel(ConsistencyLevel.ONE)));
     }
 
     private static void waitReady(String table) throws Exception {
-        for (int i = 0; i < 300; i++) {
-            try {
-                if (cluster.metric(1, "ks", table, "Ready") == 1) {
-                    return;
-                }
-            } catch (java.io.IOException e) {
-                // the metric appears once the index registers
-            }
-            Thread.sleep(100);
-        }
-        throw new AssertionError("Needle index on ks." + table + " never became ready");
+        cluster.awaitReady(1, "ks", table);
     }
 }

@@ -1,4 +1,4 @@
-package dev.needle.bench.cluster;
+package dev.needle.testkit;
 
 import com.datastax.oss.driver.api.core.config.DriverOption;
 import com.datastax.oss.driver.api.core.context.DriverContext;

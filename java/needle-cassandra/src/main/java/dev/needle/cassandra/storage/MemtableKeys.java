@@ -1,17 +1,20 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.storage;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.cassandra.db.memtable.Memtable;
 
 /**
- * The exact key set of one memtable, kept beside it from the write path: for each partition
- * key written, the newest timestamp of live data written and the newest partition deletion.
- * Dropped once the memtable's SSTables carry their own filters.
+ * The exact key set of one memtable, kept beside it from the write path: for each partition key
+ * written, the newest timestamp of live data written and the newest partition deletion. Dropped
+ * once the memtable's SSTables carry their own filters, or once the memtable is discarded.
  */
 final class MemtableKeys {
     final Memtable memtable;
     private final ConcurrentHashMap<ByteBuffer, Entry> entries = new ConcurrentHashMap<>();
+    /** See {@link Liveness.ExpiryFloor}: the latest expiry of data written already expired. */
+    private final AtomicLong expiryFloor = new AtomicLong(Long.MIN_VALUE);
 
     MemtableKeys(Memtable memtable) {
         this.memtable = memtable;
@@ -48,9 +51,7 @@ final class MemtableKeys {
         if (e != null) {
             return e;
         }
-        ByteBuffer copy = ByteBuffer.allocate(key.remaining());
-        copy.put(key.duplicate()).flip();
-        return entries.computeIfAbsent(copy, k -> new Entry());
+        return entries.computeIfAbsent(Keys.copy(key), k -> new Entry());
     }
 
     Entry get(ByteBuffer key) {
@@ -59,5 +60,13 @@ final class MemtableKeys {
 
     int size() {
         return entries.size();
+    }
+
+    void expiredDataWritten(long floor) {
+        expiryFloor.accumulateAndGet(floor, Math::max);
+    }
+
+    long expiryFloor() {
+        return expiryFloor.get();
     }
 }

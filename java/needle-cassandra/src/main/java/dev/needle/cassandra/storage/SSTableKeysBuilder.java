@@ -1,5 +1,6 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.storage;
 
+import dev.needle.cassandra.NeedleOptions;
 import dev.needle.filter.BloomFilter;
 import dev.needle.filter.DeletionAwareCuckooFilter;
 import dev.needle.filter.KeyStateFilter;
@@ -8,19 +9,24 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.Map;
+import org.apache.cassandra.dht.Token;
 
 /**
- * Collects an SSTable's exact key set as it is written or scanned (a 64-bit key hash and a
- * live bit per partition, plus its partition deletions) and builds a filter of exactly the
- * right size at the end.
+ * Collects an SSTable's exact key set as it is written or scanned (a 64-bit key hash and a live
+ * bit per partition, its partition deletions, the first and last token, the expiry floor) and
+ * builds a filter of exactly the right size at the end.
  */
 final class SSTableKeysBuilder {
     private long[] hashes = new long[1024];
     private final BitSet live = new BitSet();
     private int n;
     private final Map<ByteBuffer, Tombstone> tombstones = new HashMap<>();
+    final Liveness.ExpiryFloor expiryFloor = new Liveness.ExpiryFloor();
+    private Token first;
+    private Token last;
 
-    void add(long hash, boolean isLive) {
+    /** One partition, in token order. */
+    void add(Token token, long hash, boolean isLive) {
         if (n == hashes.length) {
             hashes = Arrays.copyOf(hashes, n * 2);
         }
@@ -28,26 +34,29 @@ final class SSTableKeysBuilder {
             live.set(n);
         }
         hashes[n++] = hash;
+        if (first == null) {
+            first = token;
+        }
+        last = token;
     }
 
     void tombstone(ByteBuffer key, Tombstone t) {
-        ByteBuffer copy = ByteBuffer.allocate(key.remaining());
-        copy.put(key.duplicate()).flip();
-        tombstones.merge(copy, t, Tombstone::max);
+        tombstones.merge(Keys.copy(key), t, Tombstone::max);
     }
 
     int size() {
         return n;
     }
 
-    SSTableKeys build(String sstableId, NeedleOptions options, long maxTimestamp) {
+    /** The filter, sized for the keys seen; the newest timestamp stays unknown until the reader is (see {@link SSTableKeys#forReader}). */
+    SSTableKeys build(NeedleOptions options, boolean tombstonesComplete) {
         long capacity = Math.max(n, 16);
         while (true) {
             KeyStateFilter filter = options.tracksDeletions()
                     ? DeletionAwareCuckooFilter.create(capacity, options.fpRate)
                     : BloomFilter.create(capacity, options.fpRate);
             if (fill(filter)) {
-                return new SSTableKeys(sstableId, filter, tombstones, maxTimestamp);
+                return new SSTableKeys(filter, tombstones, Long.MAX_VALUE, expiryFloor.value(), first, last, tombstonesComplete);
             }
             capacity += capacity / 8; // a sized cuckoo filter almost never overflows; if it does, grow
         }

@@ -1,4 +1,4 @@
-package dev.needle.bench.cluster;
+package dev.needle.testkit;
 
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
@@ -115,9 +115,45 @@ public final class LocalCluster implements AutoCloseable {
     }
 
     private void nodetool(int node, String verb, String keyspace, String... tables) throws IOException {
-        List<String> args = new ArrayList<>(List.of("nodetool", String.valueOf(node), verb, keyspace));
+        List<String> args = new ArrayList<>(List.of(verb, keyspace));
         args.addAll(Arrays.asList(tables));
-        run(args.toArray(new String[0]));
+        nodetool(node, args.toArray(new String[0]));
+    }
+
+    /** Runs {@code nodetool ARGS} against one node; returns its output, throws if it fails. */
+    public String nodetool(int node, String... args) throws IOException {
+        List<String> all = new ArrayList<>(List.of("nodetool", String.valueOf(node)));
+        all.addAll(Arrays.asList(args));
+        return run(all.toArray(new String[0]));
+    }
+
+    /** A node's folder (conf/, data/, commitlog/, logs/ ...). */
+    public Path nodeDir(int node) {
+        return dir.resolve("node" + node);
+    }
+
+    /** A node's data directories ({@code data}, {@code data2} ... with {@code up --data-dirs N}). */
+    public List<Path> dataDirs(int node) throws IOException {
+        try (java.util.stream.Stream<Path> dirs = Files.list(nodeDir(node))) {
+            return dirs.filter(d -> Files.isDirectory(d) && d.getFileName().toString().matches("data\\d*")).sorted().toList();
+        }
+    }
+
+    /**
+     * The folders of a table on one node, in every data directory ({@code <data>/<keyspace>/<table>-<id>};
+     * a table dropped and created again has one per table id).
+     */
+    public List<Path> tableDirs(int node, String keyspace, String table) throws IOException {
+        List<Path> out = new ArrayList<>();
+        for (Path data : dataDirs(node)) {
+            Path ks = data.resolve(keyspace);
+            if (Files.isDirectory(ks)) {
+                try (java.util.stream.Stream<Path> dirs = Files.list(ks)) {
+                    dirs.filter(d -> d.getFileName().toString().startsWith(table + "-")).sorted().forEach(out::add);
+                }
+            }
+        }
+        return out;
     }
 
     public void kill(int node) throws IOException {
@@ -178,6 +214,102 @@ public final class LocalCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * Polls a Needle metric until {@code condition} holds for its value, for at most {@code timeout};
+     * returns the value. A metric that is not registered yet (the index is still registering) counts
+     * as not holding. Throws an AssertionError naming the metric and its last value on timeout.
+     */
+    public long awaitMetric(int node, String keyspace, String table, String name, java.util.function.LongPredicate condition,
+                            Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Long last = null;
+        IOException lastError = null;
+        while (true) {
+            try {
+                last = metric(node, keyspace, table, name);
+                if (condition.test(last)) {
+                    return last;
+                }
+            } catch (IOException e) {
+                lastError = e;
+            }
+            if (System.nanoTime() > deadline) {
+                AssertionError e = new AssertionError("Needle metric " + name + " of " + keyspace + "." + table + " on node "
+                        + node + " did not reach the expected value within " + timeout + (last == null ? " (never read)"
+                        : "; last value " + last));
+                if (last == null && lastError != null) {
+                    e.initCause(lastError);
+                }
+                throw e;
+            }
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new IOException(ie);
+            }
+        }
+    }
+
+    /** Something to run between two readings of Needle's lookup counters. */
+    @FunctionalInterface
+    public interface Action {
+        void run() throws Exception;
+    }
+
+    /** How many lookups of a table Needle skipped and passed on one node while {@code action} ran. */
+    public record LookupCounts(long skipped, long passed) {}
+
+    /**
+     * Runs {@code action} and returns the change of the table's {@code LookupsSkipped} and {@code
+     * LookupsPassed} on {@code node}: exact when nothing else reads that table through that node.
+     */
+    public LookupCounts lookups(int node, String keyspace, String table, Action action) throws Exception {
+        long s0 = metric(node, keyspace, table, "LookupsSkipped");
+        long p0 = metric(node, keyspace, table, "LookupsPassed");
+        action.run();
+        return new LookupCounts(metric(node, keyspace, table, "LookupsSkipped") - s0,
+                metric(node, keyspace, table, "LookupsPassed") - p0);
+    }
+
+    /** Waits until the Needle index of a table on one node is ready (skipping), for at most two minutes. */
+    public void awaitReady(int node, String keyspace, String table) throws IOException {
+        awaitMetric(node, keyspace, table, "Ready", v -> v == 1, Duration.ofMinutes(2));
+    }
+
+    /** Invokes a JMX operation of a node (arguments of primitive or String types); returns its result. */
+    public Object jmxInvoke(int node, String objectName, String operation, Object... args) throws IOException {
+        String[] signature = new String[args.length];
+        for (int i = 0; i < args.length; i++) {
+            Object a = args[i];
+            signature[i] = a instanceof Integer ? "int" : a instanceof Long ? "long" : a instanceof Boolean ? "boolean"
+                    : a instanceof Double ? "double" : a.getClass().getName();
+        }
+        try (JMXConnector c = jmx(node)) {
+            return c.getMBeanServerConnection().invoke(new ObjectName(objectName), operation, args, signature);
+        } catch (JMException e) {
+            throw new IOException("JMX " + objectName + " " + operation + " on node " + node + ": " + e, e);
+        }
+    }
+
+    /** Reads a JMX attribute of a node. */
+    public Object jmxGet(int node, String objectName, String attribute) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            return c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), attribute);
+        } catch (JMException e) {
+            throw new IOException("JMX " + objectName + " " + attribute + " on node " + node + ": " + e, e);
+        }
+    }
+
+    /** Sets a JMX attribute of a node. */
+    public void jmxSet(int node, String objectName, String attribute, Object value) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            c.getMBeanServerConnection().setAttribute(new ObjectName(objectName), new javax.management.Attribute(attribute, value));
+        } catch (JMException e) {
+            throw new IOException("JMX " + objectName + " " + attribute + " on node " + node + ": " + e, e);
+        }
+    }
+
     /** The value of any numeric JMX gauge of a node (e.g. Cassandra's compaction or table metrics). */
     public long gauge(int node, String objectName) throws IOException {
         try (JMXConnector c = jmx(node)) {
@@ -202,14 +334,22 @@ public final class LocalCluster implements AutoCloseable {
                 "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + (7199 + (node - 1) * 10) + "/jmxrmi"));
     }
 
-    /** Takes every node down and removes the folder; only the first call does anything. */
+    /**
+     * Takes every node down and removes the folder (kept, with the nodes stopped, when the system
+     * property {@code needle.keep_cluster} is true); only the first call does anything.
+     */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
         try {
-            run("down");
+            if (Boolean.getBoolean("needle.keep_cluster")) {
+                run("down", "--keep"); // for a post-mortem: logs and data stay in dir()
+                System.err.println("cluster folder kept: " + dir);
+            } else {
+                run("down");
+            }
         } catch (IOException | RuntimeException e) {
             System.err.println("needle-cluster down failed: " + e.getMessage());
         }

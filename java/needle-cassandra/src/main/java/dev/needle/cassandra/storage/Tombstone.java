@@ -1,4 +1,4 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.storage;
 
 /**
  * A partition-level deletion of one key: its write timestamp (data written at or before it is

@@ -1,0 +1,575 @@
+package dev.needle.cassandra.storage;
+
+import dev.needle.cassandra.NeedleMetrics;
+import dev.needle.cassandra.NeedleOptions;
+import dev.needle.filter.FilterFormatException;
+import dev.needle.filter.KeyState;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import org.apache.cassandra.config.DatabaseDescriptor;
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.Keyspace;
+import org.apache.cassandra.db.lifecycle.LifecycleNewTracker;
+import org.apache.cassandra.db.lifecycle.View;
+import org.apache.cassandra.db.memtable.Memtable;
+import org.apache.cassandra.dht.Token;
+import org.apache.cassandra.index.Index;
+import org.apache.cassandra.index.SecondaryIndexBuilder;
+import org.apache.cassandra.io.sstable.Component;
+import org.apache.cassandra.io.sstable.Descriptor;
+import org.apache.cassandra.io.sstable.SSTableFlushObserver;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
+import org.apache.cassandra.notifications.INotification;
+import org.apache.cassandra.service.StorageService;
+import org.apache.cassandra.utils.NoSpamLogger;
+import org.apache.cassandra.utils.concurrent.OpOrder;
+import org.apache.cassandra.utils.concurrent.Ref;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The storage filter of one table on this node: which partitions hold live data here.
+ *
+ * <p>Sources, newest first: the exact key sets of the memtables (from the {@linkplain WritePath
+ * write path}), and what is known of each SSTable (collected by an {@linkplain KeySetObserver
+ * observer} while it was written, {@linkplain FilterComponent loaded} from the component saved
+ * with it, or {@linkplain SSTableScans scanned}). They form one immutable {@link TableView},
+ * replaced as a whole under this object's lock whenever a source comes or goes; a lookup reads
+ * one view and takes no lock. A key holds live data if some source holds live-looking data for
+ * it newer than every partition deletion of it; row and range deletions and expired TTLs are
+ * learned by {@linkplain FeedbackRemoval feedback}.
+ *
+ * <p>Never a false negative (ARCHITECTURE.md, invariant 1): whatever Needle does not know makes
+ * the view not ready, and a view that is not ready answers LIVE for every key. Nothing here may
+ * fail a write, a flush, a compaction or a stream: errors are caught, logged, counted, and cost
+ * only skipping.
+ */
+public final class StorageFilter {
+    private static final Logger logger = LoggerFactory.getLogger(StorageFilter.class);
+    private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, TimeUnit.MINUTES);
+
+    final ColumnFamilyStore cfs;
+    final NeedleOptions options;
+    final NeedleMetrics metrics;
+    final String indexName;
+    final FeedbackRemoval feedback;
+    final FilterComponent component;
+    final SSTableScans scans;
+    private final SSTableChanges changes;
+    private final WritePath writes;
+
+    private volatile TableView view = TableView.INITIAL;
+
+    public StorageFilter(ColumnFamilyStore cfs, NeedleOptions options, String indexName) {
+        this.cfs = cfs;
+        this.options = options;
+        this.indexName = indexName;
+        this.feedback = new FeedbackRemoval(cfs);
+        this.component = new FilterComponent(indexName);
+        this.scans = new SSTableScans(this);
+        this.changes = new SSTableChanges(this);
+        this.writes = new WritePath(this);
+        this.metrics = new NeedleMetrics(cfs.keyspace.getName(), cfs.name, indexName, this); // last: its gauges read the rest
+    }
+
+    private String table() {
+        return cfs.keyspace.getName() + "." + cfs.name;
+    }
+
+    // ---- the read path ---------------------------------------------------------------------
+
+    TableView view() {
+        return view;
+    }
+
+    /** Whether lookups can skip anything now. */
+    public boolean isReady() {
+        return view.ready();
+    }
+
+    /**
+     * The state of a partition key on this node, for a read whose "now" is {@code nowInSec} (the
+     * query's, which a client may set): LIVE, DELETED (only tombstones here) or ABSENT. Lock-free.
+     *
+     * @param token the key's token, or null
+     */
+    public KeyState lookup(ByteBuffer key, Token token, long nowInSec) {
+        long hash = Keys.hash(key);
+        KeyState s = view.lookup(key, hash, token, nowInSec, options.tracksDeletions());
+        if (s == KeyState.LIVE && options.tracksDeletions() && feedback.provenDead(key, hash, nowInSec)) {
+            return KeyState.DELETED;
+        }
+        return s;
+    }
+
+    /**
+     * A read of {@code key} that the filters called LIVE returned nothing: check locally, in the
+     * background, whether this node holds any live data for it, and remember it as dead if not.
+     */
+    public void readFoundNothing(ByteBuffer key) {
+        if (!options.tracksDeletions() || !isReady()) {
+            return;
+        }
+        metrics.emptyAfterLive.inc();
+        ByteBuffer copy = Keys.copy(key);
+        if (!feedback.startVerifying(copy)) {
+            return;
+        }
+        boolean queued = Background.feedback(() -> {
+            try {
+                if (feedback.verify(copy, Keys.hash(copy))) {
+                    metrics.feedbackRemovals.inc();
+                }
+            } finally {
+                feedback.doneVerifying(copy);
+            }
+        });
+        if (!queued) {
+            feedback.doneVerifying(copy);
+            metrics.feedbackChecksDropped.inc();
+        }
+    }
+
+    // ---- the write path and SSTables being written ------------------------------------------
+
+    public Index.Indexer indexer(DecoratedKey key, Memtable memtable, long nowInSec) {
+        return memtable == null ? null : writes.indexer(key, memtable, nowInSec);
+    }
+
+    public SSTableFlushObserver observer(Descriptor descriptor, LifecycleNewTracker tracker) {
+        try {
+            return changes.observer(descriptor, tracker);
+        } catch (Throwable t) {
+            observationFailed(descriptor, t);
+            return null;
+        }
+    }
+
+    synchronized MemtableKeys addMemtable(Memtable memtable) {
+        MemtableKeys mk = view.keysOf(memtable);
+        if (mk == null) {
+            mk = new MemtableKeys(memtable);
+            view = view.edit().addMemtable(mk).build();
+        }
+        return mk;
+    }
+
+    /** Recording a write failed: its memtable may hold a key Needle does not know, until it is flushed. */
+    void writeFailed(Memtable memtable, Throwable t) {
+        metrics.failures.inc();
+        noSpam.error("Needle could not record a write to {}; nothing is skipped on this table until its memtable is flushed",
+                table(), t);
+        update(e -> e.untrack(memtable));
+    }
+
+    void observed(Descriptor d, SSTableKeys keys) {
+        changes.observed(d, keys);
+    }
+
+    void observationAborted(Descriptor d) {
+        changes.forgetArrival(d);
+    }
+
+    void observationFailed(Descriptor d, Throwable t) {
+        metrics.failures.inc();
+        changes.forgetArrival(d);
+        noSpam.warn("Needle could not collect the keys of {} while it was written ({}); it will be scanned instead",
+                d, t.toString(), t);
+    }
+
+    public SSTableChanges changes() {
+        return changes;
+    }
+
+    // ---- view changes ------------------------------------------------------------------------
+
+    /** Applies a change to the view under the lock and publishes the next view. */
+    synchronized void update(Consumer<TableView.Editor> change) {
+        TableView.Editor e = view.edit();
+        change.accept(e);
+        view = e.build();
+    }
+
+    /**
+     * Applying a change of the SSTable set failed: Needle's view may no longer match the tracker's.
+     * Every live SSTable Needle has no keys for becomes unknown (and is scanned), every SSTable
+     * that is no longer live goes: the view is correct again, if less complete.
+     */
+    void changeFailed(INotification notification, Throwable t) {
+        metrics.failures.inc();
+        noSpam.error("Needle could not apply {} to {}; reconciling with the live SSTables", notification.getClass().getSimpleName(),
+                table(), t);
+        reconcile();
+    }
+
+    void reconcile() {
+        List<Descriptor> toScan = new ArrayList<>();
+        synchronized (this) {
+            View tv = cfs.getTracker().getView();
+            java.util.Set<Descriptor> live = new java.util.HashSet<>();
+            for (SSTableReader r : tv.liveSSTables()) {
+                live.add(r.descriptor);
+            }
+            TableView.Editor e = view.edit();
+            for (Descriptor d : e.descriptors()) {
+                if (!live.contains(d)) {
+                    e.removeSSTable(d);
+                }
+            }
+            for (Descriptor d : live) {
+                if (!e.has(d)) {
+                    e.markUnknown(d);
+                    toScan.add(d);
+                }
+            }
+            view = e.build();
+        }
+        scans.enqueue(toScan);
+    }
+
+    // ---- scans and builds --------------------------------------------------------------------
+
+    boolean isOpen() {
+        return !view.closed;
+    }
+
+    /** An SSTable waits for a scan: its keys are unknown, or its partition deletions incomplete. */
+    boolean needsScan(Descriptor d) {
+        TableView v = view;
+        SSTableKeys k = v.sstables.get(d);
+        return v.unknown.contains(d) || (k != null && !k.tombstonesComplete);
+    }
+
+    /** A queued SSTable is no longer live: if Needle still counts it, it goes (a removal Needle missed). */
+    void forgetIfNotLive(Descriptor d) {
+        for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
+            if (r.descriptor.equals(d)) {
+                return;
+            }
+        }
+        update(e -> e.removeSSTable(d));
+    }
+
+    void scanned(SSTableReader reader, SSTableKeys keys) {
+        Descriptor d = reader.descriptor;
+        boolean[] wanted = {false};
+        update(e -> {
+            if (e.has(d)) {
+                e.putSSTable(d, keys);
+                wanted[0] = true;
+            }
+        });
+        if (wanted[0]) {
+            save(reader, keys);
+        }
+    }
+
+    void scanFailed(SSTableReader reader, Throwable t) {
+        metrics.failures.inc();
+        logger.error("Needle could not read the keys of {}: reads of {} are not skipped while it is live. "
+                + "Check the SSTable (nodetool verify/scrub), then run nodetool rebuild_index {} {} {}",
+                reader.descriptor, table(), cfs.keyspace.getName(), cfs.name, indexName, t);
+    }
+
+    /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
+    void rebuildStarting(Collection<SSTableReader> readers) {
+        logger.info("Needle rebuilding {} from {} SSTables", table(), readers.size());
+        update(e -> {
+            for (SSTableReader r : readers) {
+                if (e.has(r.descriptor)) {
+                    e.markUnknown(r.descriptor);
+                }
+            }
+        });
+        feedback.newEpoch();
+    }
+
+    /** A build Cassandra asked for: does this SSTable need it? (Not if a valid file was loaded for it, or it is known.) */
+    boolean needsBuild(SSTableReader r) {
+        TableView v = view;
+        return !changes.isPrepared(r.descriptor) && !v.sstables.containsKey(r.descriptor);
+    }
+
+    /** A build Cassandra asked for produced an SSTable's keys: live ones join the view, others wait to go live. */
+    void built(SSTableReader reader, SSTableKeys keys) {
+        Descriptor d = reader.descriptor;
+        boolean[] live = {false};
+        update(e -> {
+            if (e.has(d)) {
+                e.putSSTable(d, keys);
+                live[0] = true;
+            }
+        });
+        if (!live[0]) {
+            changes.prepared(d, keys, false);
+        } else {
+            save(reader, keys);
+        }
+    }
+
+    /** A build stopped or failed before these SSTables: those that are live, and unknown, are scanned in the background. */
+    void buildUnfinished(List<Descriptor> left) {
+        List<Descriptor> unknown = new ArrayList<>();
+        TableView v = view;
+        for (Descriptor d : left) {
+            if (v.unknown.contains(d)) {
+                unknown.add(d);
+            }
+        }
+        scans.enqueue(unknown);
+    }
+
+    public SecondaryIndexBuilder builder(Collection<SSTableReader> sstables, boolean fullRebuild) {
+        return scans.builderFor(sstables, fullRebuild);
+    }
+
+    /**
+     * SSTables about to go live without passing an observer (whole-SSTable streaming, import):
+     * loads each one's saved file if it has a valid one. With {@code buildMissing} (streaming,
+     * which Cassandra would otherwise fail) a missing or invalid file is replaced by a scan, here
+     * and now. Returns whether every SSTable is known; never throws.
+     */
+    public boolean validate(Collection<SSTableReader> sstables, boolean buildMissing) {
+        boolean complete = true;
+        for (SSTableReader r : sstables) {
+            if (changes.isPrepared(r.descriptor)) {
+                continue;
+            }
+            try {
+                changes.prepared(r.descriptor, component.read(r, options), true);
+                metrics.sstablesLoaded.inc();
+                continue;
+            } catch (NoSuchFileException e) {
+                // never built
+            } catch (IOException | RuntimeException e) {
+                logger.warn("Needle ignores the saved filter of {}: {}", r.descriptor, e.getMessage());
+            }
+            if (!buildMissing) {
+                complete = false;
+                continue;
+            }
+            try {
+                changes.prepared(r.descriptor, scans.scan(r, null, new SSTableScans.Progress(0)), false);
+            } catch (Throwable t) {
+                scanFailed(r, t); // it goes live unknown, and is scanned again in the background
+            }
+        }
+        return complete;
+    }
+
+    /** Saves an SSTable's keys as its component, in the background (a missing file only costs a scan after a restart). */
+    void save(SSTableReader reader, SSTableKeys keys) {
+        Ref<SSTableReader> ref = reader.tryRef(); // keeps the SSTable's files while the file is written beside them
+        if (ref == null) {
+            return;
+        }
+        Background.files(() -> {
+            try {
+                if (view.closed || !view.sstables.containsKey(reader.descriptor)) {
+                    return;
+                }
+                component.write(reader, keys);
+                component.register(currentReader(reader), cfs.getTracker());
+                metrics.sstablesSaved.inc();
+            } catch (IOException | RuntimeException e) {
+                metrics.failures.inc();
+                noSpam.warn("Needle could not save the filter of {} ({}); it will be rebuilt after a restart",
+                        reader.descriptor, e.toString());
+            } finally {
+                ref.release();
+            }
+        });
+    }
+
+    private SSTableReader currentReader(SSTableReader reader) {
+        for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
+            if (r.descriptor.equals(reader.descriptor)) {
+                return r;
+            }
+        }
+        return reader;
+    }
+
+    // ---- lifecycle ---------------------------------------------------------------------------
+
+    /**
+     * Called as the index registers, before it sees any write: the memtables of this moment may
+     * hold writes the index never saw, so nothing is skipped until each is flushed or proven empty.
+     */
+    public void registered() {
+        View tv = cfs.getTracker().getView();
+        // While the node starts, nothing writes to an empty memtable before commit-log replay,
+        // which comes after the indexes register: those memtables need no flush.
+        boolean starting = StorageService.instance.isStarting();
+        update(e -> {
+            for (Memtable m : tv.liveMemtables) {
+                if (!starting || m.partitionCount() > 0) {
+                    e.untrack(m);
+                }
+            }
+            tv.flushingMemtables.forEach(e::untrack);
+        });
+        cfs.getTracker().subscribe(changes);
+    }
+
+    /**
+     * Loads or builds the keys of every live SSTable, and makes sure no memtable holds a write the
+     * index did not see. Runs when the index is created and at node start, on Cassandra's index
+     * management thread; returns when the view is complete (or what could not be read is logged).
+     */
+    public void initialize() throws InterruptedException {
+        // Writes that began before the index was writable have finished after this barrier.
+        OpOrder.Barrier barrier = Keyspace.writeOrder.newBarrier();
+        barrier.issue();
+        barrier.await();
+        boolean flush = false;
+        synchronized (this) {
+            TableView.Editor e = view.edit();
+            for (Memtable m : view.untracked) {
+                if (m.partitionCount() == 0 && m.isClean()) {
+                    e.removeMemtable(m); // empty after every earlier write finished: every later write is seen
+                } else {
+                    flush = true;
+                }
+            }
+            view = e.build();
+        }
+        if (flush) {
+            cfs.forceBlockingFlush(ColumnFamilyStore.FlushReason.INDEX_BUILD_STARTED);
+        }
+        List<SSTableReader> toLoad = new ArrayList<>();
+        List<Descriptor> toScan = new ArrayList<>();
+        synchronized (this) {
+            TableView.Editor e = view.edit();
+            for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
+                if (!e.has(r.descriptor)) {
+                    e.markUnknown(r.descriptor);
+                    toLoad.add(r);
+                }
+            }
+            view = e.build();
+        }
+        for (SSTableReader r : toLoad) {
+            SSTableKeys k = load(r);
+            if (k == null) {
+                toScan.add(r.descriptor);
+            } else {
+                update(e -> {
+                    if (e.isUnknown(r.descriptor)) {
+                        e.putSSTable(r.descriptor, k);
+                    }
+                });
+            }
+        }
+        removeLegacyFiles();
+        update(TableView.Editor::initialized);
+        scans.enqueue(toScan);
+        try {
+            scans.drained().get(7, TimeUnit.DAYS);
+        } catch (ExecutionException | TimeoutException e) {
+            logger.warn("Needle build of {} did not complete: {}", table(), e.toString());
+        }
+        TableView v = view;
+        logger.info("Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}", indexName,
+                table(), options, v.sstables.size(), toLoad.size() - toScan.size(), toScan.size(),
+                v.ready() ? "; ready" : "; not ready (" + v.unknown.size() + " SSTables unknown, " + v.untracked.size()
+                        + " memtables untracked)");
+    }
+
+    /** The saved keys of an SSTable, or null if there is no valid file for it. */
+    private SSTableKeys load(SSTableReader r) {
+        try {
+            SSTableKeys k = component.read(r, options);
+            metrics.sstablesLoaded.inc();
+            return k;
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (FilterFormatException e) {
+            logger.warn("Needle filter file damaged or not of this SSTable, rebuilding it from the SSTable: {}", e.getMessage());
+            return null;
+        } catch (IOException | RuntimeException e) {
+            logger.warn("Needle could not read the saved filter of {}, rebuilding it from the SSTable: {}", r.descriptor, e.toString());
+            return null;
+        }
+    }
+
+    /** Before the filters were SSTable components they lived in {@code <data>/../needle/}; that folder goes. */
+    private void removeLegacyFiles() {
+        try {
+            Path data = Path.of(DatabaseDescriptor.getAllDataFileLocations()[0]).toAbsolutePath();
+            Path legacy = (data.getParent() != null ? data.getParent() : data).resolve("needle").resolve(cfs.keyspace.getName())
+                    .resolve(cfs.name + "-" + cfs.metadata().id.toHexString());
+            if (java.nio.file.Files.isDirectory(legacy)) {
+                try (var walk = java.nio.file.Files.walk(legacy)) {
+                    for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                        java.nio.file.Files.deleteIfExists(p);
+                    }
+                }
+                logger.info("Needle removed the filters of an earlier version under {}", legacy);
+            }
+        } catch (IOException | RuntimeException e) {
+            logger.debug("could not remove legacy Needle files", e);
+        }
+    }
+
+    /**
+     * The index is dropped or the node stops: stop, and with {@code dropFiles} take the saved
+     * filters out of the SSTables (unless the table itself is being dropped with them).
+     */
+    public void close(boolean dropFiles) {
+        update(TableView.Editor::closed);
+        cfs.getTracker().unsubscribe(changes);
+        metrics.release();
+        if (dropFiles && cfs.isValid()) {
+            for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
+                try {
+                    component.unregisterAndDelete(r, cfs.getTracker());
+                } catch (IOException | RuntimeException e) {
+                    logger.warn("Needle could not remove {} of {}: {}", component.component.name, r.descriptor, e.toString());
+                }
+            }
+        }
+    }
+
+    public NeedleMetrics metrics() {
+        return metrics;
+    }
+
+    public Component component() {
+        return component.component;
+    }
+
+    // ---- statistics --------------------------------------------------------------------------
+
+    /** Numbers for metrics and the virtual table; each reads one view. */
+    public Stats stats() {
+        TableView v = view;
+        long bytes = 0, live = 0, deleted = 0, tombstones = 0, memKeys = 0;
+        for (SSTableKeys k : v.sstableArray()) {
+            bytes += k.filter.sizeInBytes();
+            live += k.filter.liveCount();
+            deleted += k.filter.deletedCount();
+            tombstones += k.tombstones.size();
+        }
+        for (MemtableKeys m : v.memtables) {
+            memKeys += m.size();
+        }
+        return new Stats(v.ready(), bytes, live, deleted, memKeys, tombstones, feedback.size(), v.sstables.size(),
+                v.unknown.size(), v.untracked.size());
+    }
+
+    /** One table's storage-filter numbers at one moment. */
+    public record Stats(boolean ready, long filterBytes, long liveKeys, long deletedKeys, long memtableKeys,
+                        long partitionTombstones, long provenDeadKeys, long sstablesWithFilter, long sstablesWithoutFilter,
+                        long untrackedMemtables) {}
+}

@@ -1,0 +1,40 @@
+package dev.needle.cassandra;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.needle.testkit.LocalCluster;
+
+/** Assertions on whether Needle skipped a read, from its counters (not from a trace event whose absence proves nothing). */
+final class Lookups {
+    private Lookups() {}
+
+    /** {@code read} made exactly one lookup of {@code ks.table} through {@code node}, and Needle answered it without reading. */
+    static void assertSkipped(LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
+            throws Exception {
+        LocalCluster.LookupCounts c = cluster.lookups(node, ks, table, read);
+        assertEquals(new LocalCluster.LookupCounts(1, 0), c, what + ": expected the read to be skipped");
+    }
+
+    /** {@code read} made exactly one lookup of {@code ks.table} through {@code node}, and Needle passed it to Cassandra. */
+    static void assertRead(LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
+            throws Exception {
+        LocalCluster.LookupCounts c = cluster.lookups(node, ks, table, read);
+        assertEquals(new LocalCluster.LookupCounts(0, 1), c, what + ": expected the read to go to Cassandra");
+    }
+
+    /** Polls until a read through {@code node} is skipped; fails after {@code seconds}. */
+    static void awaitSkipped(LocalCluster cluster, int node, String ks, String table, String what, int seconds,
+                             LocalCluster.Action read) throws Exception {
+        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+        LocalCluster.LookupCounts last = null;
+        while (System.nanoTime() < deadline) {
+            last = cluster.lookups(node, ks, table, read);
+            if (last.skipped() == 1) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        assertTrue(false, what + ": not skipped within " + seconds + " s (last " + last + ")");
+    }
+}

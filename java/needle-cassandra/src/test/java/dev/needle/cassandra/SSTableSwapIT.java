@@ -1,0 +1,141 @@
+package dev.needle.cassandra;
+
+import static com.datastax.oss.driver.api.core.ConsistencyLevel.ONE;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.datastax.oss.driver.api.core.CqlSession;
+import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.TwinTables;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Operations that replace an SSTable's reader by another reader of the same SSTable, and so send
+ * the same SSTable in the "removed" and the "added" lists of one notification: index-summary
+ * redistribution (after an ALTER of the index interval, and under memory pressure without one)
+ * and a compaction aborted after its outputs were opened early. The SSTable's keys must stay
+ * known through each; every read is compared with a twin table without the index.
+ */
+class SSTableSwapIT {
+    private static final String SUMMARIES = "org.apache.cassandra.db:type=IndexSummaries";
+    private static LocalCluster cluster;
+    private static CqlSession session;
+
+    @BeforeAll
+    static void up() throws Exception {
+        // Early opening every MiB, so that a compaction of a few MiB opens its outputs early.
+        cluster = LocalCluster.start(1, "--yaml", "sstable_preemptive_open_interval=1MiB");
+        session = cluster.session(1);
+        session.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    }
+
+    @AfterAll
+    static void down() {
+        if (session != null) {
+            session.close();
+        }
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private static TwinTables twins(String name) {
+        TwinTables t = new TwinTables("ks." + name, "ks." + name + "_twin");
+        t.schema(session, "CREATE TABLE %s (k int PRIMARY KEY, v text)");
+        session.execute("CREATE CUSTOM INDEX ON ks." + name + " () USING 'dev.needle.cassandra.NeedleIndex'");
+        return t;
+    }
+
+    /** Rows of random (incompressible) text, so that SSTables have the size written. */
+    private static void load(TwinTables t, int from, int to, int valueBytes) {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(from);
+        byte[] b = new byte[valueBytes * 3 / 4];
+        for (int k = from; k < to; k++) {
+            r.nextBytes(b);
+            t.write(session, ONE, "INSERT INTO %s (k, v) VALUES (?, ?)", k, java.util.Base64.getEncoder().encodeToString(b));
+        }
+    }
+
+    private static void compareAll(TwinTables t, int from, int to) {
+        for (int k = from; k < to; k++) {
+            t.compare(session, ONE, "SELECT k, v FROM %s WHERE k = ?", k);
+        }
+    }
+
+    @Test
+    void summaryRedistributionAfterAnAlterOfTheIndexInterval() throws Exception {
+        TwinTables t = twins("resized");
+        load(t, 0, 400, 50);
+        cluster.flush(1, "ks");
+        cluster.awaitReady(1, "ks", "resized");
+        session.execute("ALTER TABLE ks.resized WITH min_index_interval = 256");
+        session.execute("ALTER TABLE ks.resized_twin WITH min_index_interval = 256");
+        cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
+        cluster.awaitReady(1, "ks", "resized");
+        compareAll(t, 0, 450);
+    }
+
+    @Test
+    void summaryRedistributionUnderMemoryPressure() throws Exception {
+        TwinTables t = twins("pressed");
+        load(t, 0, 400, 50);
+        cluster.flush(1, "ks");
+        cluster.awaitReady(1, "ks", "pressed");
+        Object capacity = cluster.jmxGet(1, SUMMARIES, "MemoryPoolCapacityInMB");
+        cluster.jmxSet(1, SUMMARIES, "MemoryPoolCapacityInMB", 0L);
+        try {
+            cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
+        } finally {
+            cluster.jmxSet(1, SUMMARIES, "MemoryPoolCapacityInMB", capacity);
+        }
+        cluster.awaitReady(1, "ks", "pressed");
+        compareAll(t, 0, 450);
+        // and once more with the pool back to its size: summaries are resampled upwards
+        cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
+        cluster.awaitReady(1, "ks", "pressed");
+        compareAll(t, 0, 450);
+    }
+
+    @Test
+    void compactionAbortedAfterItsOutputsWereOpenedEarly() throws Exception {
+        TwinTables t = twins("aborted");
+        // Two SSTables of about 8 MiB each, so that their compaction opens its output early.
+        load(t, 0, 8_000, 1_000);
+        cluster.flush(1, "ks");
+        load(t, 8_000, 16_000, 1_000);
+        cluster.flush(1, "ks");
+        cluster.awaitReady(1, "ks", "aborted");
+        String liveCount = "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=aborted,name=LiveSSTableCount";
+        cluster.nodetool(1, "setcompactionthroughput", "1");
+        try {
+            Thread compaction = new Thread(() -> {
+                try {
+                    cluster.compact(1, "ks", "aborted");
+                } catch (Exception e) {
+                    // stopped: expected
+                }
+            });
+            compaction.start();
+            // A third live SSTable is the compaction's output, opened early: stop the compaction then.
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            boolean stopped = false;
+            while (System.nanoTime() < deadline && !stopped && compaction.isAlive()) {
+                if (cluster.gauge(1, liveCount) == 3) {
+                    cluster.jmxInvoke(1, "org.apache.cassandra.db:type=CompactionManager", "stopCompaction", "MAJOR_COMPACTION");
+                    stopped = true;
+                }
+                Thread.sleep(20);
+            }
+            compaction.join(120_000);
+            assertTrue(stopped, "no early-opened output was seen before the compaction ended");
+        } finally {
+            cluster.nodetool(1, "setcompactionthroughput", "64");
+        }
+        assertEquals(2, cluster.gauge(1, liveCount), "the aborted compaction should leave the two original SSTables");
+        cluster.awaitReady(1, "ks", "aborted");
+        compareAll(t, 0, 16_100);
+    }
+}
