@@ -4,13 +4,14 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long demo demo-filters test-java test-python test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
+.PHONY: help test test-long test-differential demo demo-filters test-java test-python test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
 	@echo "make demo-filters   the filters alone: three-state answers, Bloom against cuckoo"
 	@echo "make test           run every test of every module"
-	@echo "make test-long      the randomized Cassandra test with 100,000 operations"
+	@echo "make test-long      the randomized Cassandra tests at ten times their operations (about two hours)"
+	@echo "make test-differential OPS=N  the differential Cassandra test with N operations"
 	@echo "make build          build the Java modules (skip tests)"
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
@@ -32,9 +33,20 @@ test-rust:
 	cd rust && cargo test --release
 	cd rust && cargo clippy --release --all-targets -- -D warnings
 
-# The model-based Cassandra test at ten times the operations of `make test` (about an hour).
+# The randomized Cassandra tests at ten times the operations of `make test` (about two hours):
+# the model-based test, the differential test against a twin table, and a table of 12,000 SSTables.
 test-long:
-	cd java && $(MVN) -pl needle-cassandra -am verify -Dit.test=ModelBasedIT -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000
+	cd java && $(MVN) -pl needle-cassandra -am verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dit.test='ModelBasedIT,DifferentialIT,OperationsIT#aTableWithManySSTablesBecomesReady' \
+	  -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000 -Dneedle.diff.ops=100000 -Dneedle.diff.ops3=10000 \
+	  -Dneedle.it.sstables=12000
+
+# The differential test alone, as long as you like: make test-differential OPS=1000000 (about
+# 24 operations per second on one node on two cores, so a million is an overnight run).
+OPS ?= 100000
+test-differential:
+	cd java && $(MVN) -pl needle-cassandra -am verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dit.test='DifferentialIT#oneNode' -Dneedle.diff.ops=$(OPS)
 
 build:
 	cd java && $(MVN) -DskipTests install

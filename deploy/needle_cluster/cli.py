@@ -74,6 +74,9 @@ def _parser():
     lg.add_argument("--debug", action="store_true", help="show debug.log instead")
     lg.add_argument("--path", action="store_true", help="print the log's path only")
 
+    ad = verb("add", "add a node to the running cluster: it bootstraps, streaming its ranges from the others")
+    ad.add_argument("--timeout", type=int, default=540, help="seconds the new node may take to join")
+
     dn = verb("down", "stop every node and remove the cluster folder")
     dn.add_argument("--keep", action="store_true", help="keep the folder (data, logs) for a later 'up'")
     dn.add_argument("--kill", action="store_true", help="SIGKILL the nodes instead of stopping them gracefully")
@@ -114,6 +117,9 @@ def run(argv):
     c = Cluster(d, log=_log)
     if verb == "down":
         c.down(keep=args.keep, kill=args.kill)
+        return 0
+    if verb == "add":
+        print(config.node_name(c.add(timeout=args.timeout)), flush=True)
         return 0
     if verb == "status":
         st = c.status(ring=args.ring)

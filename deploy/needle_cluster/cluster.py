@@ -27,6 +27,7 @@ FORMAT = 1
 START_TIMEOUT = 180  # seconds for one node to open its CQL port
 STOP_TIMEOUT = 60  # seconds of SIGTERM grace before SIGKILL
 GOSSIP_TIMEOUT = 60  # seconds for peers to see a node come up or go down
+BOOTSTRAP_RING_DELAY_MS = 15000  # gossip settles (schema versions included) before a new node bootstraps
 _GOSSIP_RE = re.compile(r"InetAddress /?(127\.\d+\.\d+\.\d+)(?::\d+)? is now (UP|DOWN)")
 
 
@@ -269,10 +270,10 @@ class Cluster:
         for data in config.data_dirs(d, m.get("data_dirs", 1)):
             data.mkdir(parents=True, exist_ok=True)
         (d / "conf" / "cassandra.yaml").write_text(
-            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1)))
+            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1), m.get("token_nodes")))
         (d / "conf" / "logback.xml").write_text(config.logback_xml(d))
 
-    def command(self, node, java="java", jars=None):
+    def command(self, node, java="java", jars=None, extra_jvm_opts=()):
         """The java command line that starts ``node`` (jars default to the cached classpath)."""
         i = self.node(node)
         m = self._require()
@@ -281,7 +282,37 @@ class Cluster:
         needle = m.get("needle") or {}
         return config.node_command(java, jars, self.node_dir(i), i, heap=m.get("heap", config.DEFAULT_HEAP),
                                    needle_jar=needle.get("jar"), query_handler=needle.get("query_handler"),
-                                   jvm_opts=m.get("jvm_opts", ()))
+                                   jvm_opts=list(m.get("jvm_opts", ())) + list(extra_jvm_opts))
+
+    def add(self, timeout=START_TIMEOUT * 3):
+        """Add a node to the running cluster: it bootstraps (streams its token ranges from the
+        others) and joins. Returns its number."""
+        with self._lock():
+            m = self._require()
+            n = m["nodes"]
+            if n >= 9:
+                raise ClusterError("this cluster already has 9 nodes, the most needle-cluster runs", code=2)
+            down = [i for i in range(1, n + 1) if not self.pid(i)]
+            if down:
+                raise ClusterError(f"{', '.join(map(config.node_name, down))} is down; start every node before "
+                                   "adding one (a bootstrap streams from all replicas)")
+            i = n + 1
+            m.setdefault("token_nodes", n)
+            m["nodes"] = i
+            m["addresses"] = [config.node_address(k) for k in range(1, i + 1)]
+            m.setdefault("ports", {})["jmx"] = [config.jmx_port(k) for k in range(1, i + 1)]
+            self._save_meta()
+            try:
+                # The short ring delay of a new cluster is too short here: a bootstrapping node
+                # must learn the others' schema through gossip before it decides what to stream.
+                self._start_locked(i, timeout=timeout, extra_jvm_opts=[f"-Dcassandra.ring_delay_ms={BOOTSTRAP_RING_DELAY_MS}"])
+                self._wait_ring()
+            except BaseException:
+                if self.pid(i):
+                    self._stop_nodes([i], sig=procs.SIGKILL)
+                raise
+            self.log(f"{config.node_name(i)} joined the cluster ({config.node_address(i)})")
+            return i
 
     def start(self, node, timeout=START_TIMEOUT, wait_peers=True):
         """Start a stopped node and wait until it serves CQL and its peers see it up."""
@@ -289,7 +320,7 @@ class Cluster:
         with self._lock():
             self._start_locked(i, timeout=timeout, wait_peers=wait_peers)
 
-    def _start_locked(self, i, timeout=START_TIMEOUT, java=None, wait_peers=True):
+    def _start_locked(self, i, timeout=START_TIMEOUT, java=None, wait_peers=True, extra_jvm_opts=()):
         name = config.node_name(i)
         d = self.node_dir(i)
         pid = self.pid(i)
@@ -305,7 +336,7 @@ class Cluster:
                                f"{name}")
         self._check_ports(i)
         self._write_node_files(i)
-        cmd = self.command(i, java=java)
+        cmd = self.command(i, java=java, extra_jvm_opts=extra_jvm_opts)
         (d / "conf" / "command.txt").write_text(" \\\n  ".join(cmd) + "\n")
         system_log = d / "logs" / "system.log"
         # Gossip lines logged before this start belong to earlier runs.

@@ -98,18 +98,25 @@ def data_dirs(node_dir, count=1):
     return [d / "data"] + [d / f"data{k}" for k in range(2, count + 1)]
 
 
-def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1):
-    """Text of node i's cassandra.yaml; ``overrides`` maps top-level keys to YAML values."""
+def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, token_nodes=None):
+    """Text of node i's cassandra.yaml; ``overrides`` maps top-level keys to YAML values.
+
+    The first ``token_nodes`` nodes (default: all ``n``) get fixed, interleaved tokens and start
+    without bootstrapping; a node added later (i > token_nodes) bootstraps, with tokens Cassandra
+    allocates, streaming its ranges from the others.
+    """
     d = Path(node_dir)
     addr = node_address(i)
+    token_nodes = token_nodes or n
+    added = i > token_nodes
     settings = [
         ("cluster_name", _q(cluster_name)),
         ("num_tokens", str(NUM_TOKENS)),
-        ("initial_token", ",".join(str(t) for t in initial_tokens(i, n))),
+        ("initial_token", None if added else ",".join(str(t) for t in initial_tokens(i, token_nodes))),
         ("allocate_tokens_for_local_replication_factor", "3"),
         ("partitioner", "org.apache.cassandra.dht.Murmur3Partitioner"),
         # All nodes of a new cluster start empty with fixed tokens: nothing to stream.
-        ("auto_bootstrap", "false"),
+        ("auto_bootstrap", "true" if added else "false"),
         ("data_file_directories", "".join(f"\n  - {_q(p)}" for p in data_dirs(d, data_dir_count))),
         ("commitlog_directory", _q(d / "commitlog")),
         ("saved_caches_directory", _q(d / "saved_caches")),
@@ -120,7 +127,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1):
         ("commitlog_segment_size", "32MiB"),
         ("commitlog_total_space", "512MiB"),
         ("seed_provider", "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider"
-                          f"\n    parameters:\n      - seeds: \"{seeds(n)}\""),
+                          f"\n    parameters:\n      - seeds: \"{seeds(token_nodes)}\""),
         ("listen_address", addr),
         ("broadcast_address", addr),
         ("rpc_address", addr),
@@ -144,7 +151,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1):
         # DROP/TRUNCATE would otherwise leave snapshots filling the disk.
         ("auto_snapshot", "false"),
     ]
-    merged = dict(settings)
+    merged = {k: v for k, v in settings if v is not None}
     for key, value in (overrides or {}).items():
         merged[key] = value
     lines = ["# Written by needle-cluster for node%d; regenerated on every start." % i]

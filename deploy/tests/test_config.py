@@ -49,6 +49,16 @@ def test_several_data_directories(tmp_path):
     assert f"data_file_directories:\n  - '{tmp_path / 'node1' / 'data'}'\n" in one
 
 
+def test_an_added_node_bootstraps(tmp_path):
+    y = config.node_yaml(tmp_path / "node4", 4, 4, "needle", token_nodes=3)
+    assert "initial_token" not in y
+    assert "auto_bootstrap: true" in y
+    assert 'seeds: "127.0.0.1:7000,127.0.0.2:7000,127.0.0.3:7000"' in y
+    first = config.node_yaml(tmp_path / "node1", 1, 4, "needle", token_nodes=3)
+    assert f"initial_token: {','.join(str(t) for t in config.initial_tokens(1, 3))}" in first
+    assert "auto_bootstrap: false" in first
+
+
 def test_tokens_are_distinct_and_balanced():
     n = 3
     tokens = sorted(t for i in range(1, n + 1) for t in config.initial_tokens(i, n))

@@ -103,6 +103,13 @@ public record Experiment(String name, String title, String reproduces, List<Stri
         } catch (IllegalArgumentException ex) {
             throw new IllegalArgumentException(file + ": " + ex.getMessage());
         }
+        // Results go to bench/results/<name>/ and `make bench-NAME` runs bench/experiments/NAME.json:
+        // the two names must be one.
+        String stem = file.getFileName().toString().replaceFirst("\\.json$", "");
+        if (!stem.equals(e.name())) {
+            throw new IllegalArgumentException(file + ": the experiment is named '" + e.name() + "'; its file must be "
+                    + e.name() + ".json (or rename the experiment '" + stem + "')");
+        }
         return e;
     }
 

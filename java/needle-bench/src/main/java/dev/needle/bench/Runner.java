@@ -119,7 +119,7 @@ public final class Runner {
         log.println("creating keyspace " + KEYSPACE + " with tables " + variants.stream().map(Variant::table).toList());
         session.execute("DROP KEYSPACE IF EXISTS " + KEYSPACE);
         session.execute("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
-                + "'replication_factor': " + cluster.nodes + "}");
+                + "'replication_factor': " + cluster.nodes() + "}");
         for (Variant v : variants) {
             for (String cql : v.ddl(KEYSPACE)) {
                 session.execute(cql);

@@ -31,7 +31,7 @@ class ExperimentTest {
     Path dir;
 
     private Experiment read(String json) throws IOException {
-        Path f = dir.resolve("e.json");
+        Path f = dir.resolve("t.json"); // VALID is named "t"
         Files.writeString(f, json);
         return Experiment.read(f);
     }
@@ -82,7 +82,8 @@ class ExperimentTest {
         assertErrorNames("lukewarm", VALID.replace("\"cold\"", "\"lukewarm\""));
         assertErrorNames("lookup or insert", VALID.replace("\"op\": \"lookup\"", "\"op\": \"scan\""));
         assertErrorNames("pool 'gone'", VALID.replace("{\"deleted\": 0.5, \"live\": 0.5}", "{\"gone\": 1.0}"));
-        assertErrorNames("e.json", "{");
+        assertErrorNames("t.json", "{");
+        assertErrorNames("its file must be u.json", VALID.replace("\"name\": \"t\"", "\"name\": \"u\""));
         assertErrorNames("unknown field 'run.thread'", VALID.replace("\"threads\": 1,", "\"thread\": 1,"));
         assertErrorNames("unknown field 'points[0].lable'", VALID.replace("\"label\": \"half\"", "\"lable\": \"half\""));
         assertErrorNames("missing field 'run.rounds'", VALID.replace("\"rounds\": 2,", ""));

@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import dev.needle.cassandra.storage.StorageFilter;
+import dev.needle.cassandra.views.NeedleViews;
 import java.util.Collection;
 import java.util.Map;
 import java.util.Optional;
@@ -66,6 +67,7 @@ public final class NeedleIndex implements Index {
         this.baseCfs = baseCfs;
         this.metadata = metadata;
         this.filter = new StorageFilter(baseCfs, NeedleOptions.parse(metadata.options), metadata.name);
+        NeedleViews.register();
     }
 
     /** Called by Cassandra (by reflection) on CREATE INDEX: rejects bad options with a clear message. */

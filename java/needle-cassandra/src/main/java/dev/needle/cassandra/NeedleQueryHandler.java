@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import dev.needle.cassandra.storage.StorageFilter;
+import dev.needle.cassandra.views.NeedleViews;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -44,6 +45,15 @@ public final class NeedleQueryHandler implements QueryHandler {
     static final String TRACE_SKIPPED = "Needle: partition absent/deleted on this node, read skipped";
     private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(NeedleQueryHandler.class);
     private final QueryProcessor stock = QueryProcessor.instance;
+
+    /** Built by Cassandra (it names the class in -Dcassandra.custom_query_handler_class). */
+    public NeedleQueryHandler() {
+        try {
+            NeedleViews.register();
+        } catch (RuntimeException e) {
+            logger.warn("Needle could not register the needle_views virtual keyspace now; it appears with the first index", e);
+        }
+    }
 
     @Override
     public CQLStatement parse(String query, QueryState state, QueryOptions options) {

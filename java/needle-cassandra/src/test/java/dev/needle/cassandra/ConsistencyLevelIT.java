@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.TwinTables;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,7 +17,8 @@ import org.junit.jupiter.api.Test;
  * is down while a partition is deleted at QUORUM, and comes back holding the old row. At QUORUM
  * and ALL the delete must win through any coordinator, with the index as without it; at ONE
  * Needle's answer must be one that stock Cassandra could give. A repair then streams the
- * tombstone to node 3, whose filters learn it from the streamed SSTable.
+ * tombstone to node 3, whose filters learn it from the streamed SSTable. Last, a fourth node
+ * bootstraps and serves its ranges.
  */
 class ConsistencyLevelIT {
 
@@ -63,6 +65,42 @@ class ConsistencyLevelIT {
                     assertEquals(read(s3, "twin", cl), read(s3, "needle", cl), cl.name());
                     assertEquals(List.of(), read(s3, "needle", cl), cl.name() + " resurrected a deleted row");
                 }
+            }
+            // A fourth node bootstraps: it receives its ranges by streaming, whole SSTables with
+            // their saved filters or rows written through the observer. Through it, every read
+            // answers as the twin's, and deleted and absent keys it holds are skipped.
+            TwinTables t = new TwinTables("ks.needle", "ks.twin");
+            try (CqlSession s1 = cluster.session(1)) {
+                for (int pk = 100; pk < 400; pk++) {
+                    t.write(s1, ConsistencyLevel.ALL, "INSERT INTO %s (pk, v) VALUES (?, ?)", pk, "v" + pk);
+                }
+                for (int pk = 100; pk < 400; pk += 3) {
+                    t.write(s1, ConsistencyLevel.ALL, "DELETE FROM %s WHERE pk = ?", pk);
+                }
+                for (int n = 1; n <= 3; n++) {
+                    cluster.flush(n, "ks");
+                }
+            }
+            int added = cluster.addNode();
+            assertEquals(4, added);
+            for (String table : new String[] {"needle", "twin"}) {
+                assertTrue(cluster.gauge(added, "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table
+                        + ",name=LiveSSTableCount") > 0, "node 4 received no SSTable of ks." + table + " while bootstrapping");
+            }
+            cluster.awaitReady(added, "ks", "needle");
+            try (CqlSession s4 = cluster.session(added)) {
+                LocalCluster.LookupCounts counts = cluster.lookups(added, "ks", "needle", () -> {
+                    for (int pk = 90; pk < 410; pk++) {
+                        try {
+                            t.compare(s4, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", pk);
+                            t.compare(s4, ConsistencyLevel.QUORUM, "SELECT pk, v FROM %s WHERE pk = ?", pk);
+                        } catch (AssertionError e) {
+                            throw new AssertionError(e.getMessage() + "; node 4's Needle says:"
+                                    + Lookups.explain(s4, "ks", "needle", String.valueOf(pk)), e);
+                        }
+                    }
+                });
+                assertTrue(counts.skipped() > 50, "the new node skipped " + counts + " of its reads");
             }
         }
     }

@@ -478,9 +478,14 @@ class DifferentialIT {
             stage(ks);
             for (int n = 1; n <= nodes; n++) {
                 for (String table : new String[] {"t", "t_twin"}) {
-                    Path dir = Files.createTempDirectory(cluster.dir(), "import");
+                    // The layout Cassandra's importer expects: it takes the SSTables' table from the path.
+                    Path dir = Files.createDirectories(Files.createTempDirectory(cluster.dir(), "import").resolve(ks)
+                            .resolve(table + "-" + "0".repeat(32)));
                     copySSTables(n, ks, table.equals("t") ? "stage" : "stage_twin", dir, 1);
                     cluster.nodetool(n, "import", ks, table, dir.toString());
+                    try (Stream<Path> left = Files.list(dir)) {
+                        assertTrue(left.findAny().isEmpty(), "nodetool import left SSTables in " + dir);
+                    }
                 }
             }
         }

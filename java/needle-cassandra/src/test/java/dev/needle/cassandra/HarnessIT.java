@@ -47,6 +47,7 @@ class HarnessIT {
         Files.writeString(lookups, LOOKUPS);
         Path inserts = dir.resolve("harness-it-inserts.json");
         Files.writeString(inserts, LOOKUPS.replace("\"op\": \"lookup\"", "\"op\": \"insert\"")
+                .replace("\"name\": \"harness-it\"", "\"name\": \"harness-it-inserts\"")
                 .replace("\"partitions\": [300, 600]", "\"partitions\": [200]")
                 .replace("\"deleted_fraction\": 0.5", "\"deleted_fraction\": 0")
                 .replace("\"delete_modes\": [\"partition\", \"row\"]", "\"delete_modes\": [\"none\"]")

@@ -29,13 +29,35 @@ public final class LocalCluster implements AutoCloseable {
     private final Path tool;
     private final Path dir;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
-    /** Number of nodes. */
-    public final int nodes;
+    private volatile int nodes;
 
     private LocalCluster(Path tool, Path dir, int nodes) {
         this.tool = tool;
         this.dir = dir;
         this.nodes = nodes;
+    }
+
+    /** Number of nodes (grows with {@link #addNode()}). */
+    public int nodes() {
+        return nodes;
+    }
+
+    /**
+     * Adds a node (127.0.0.N+1): it bootstraps, streaming its token ranges from the others, and
+     * joins. Returns its number.
+     */
+    public int addNode() throws IOException {
+        String out = run("add");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^node(\\d+)$").matcher(out);
+        int last = -1;
+        while (m.find()) {
+            last = Integer.parseInt(m.group(1));
+        }
+        if (last < 0) {
+            throw new IllegalStateException("needle-cluster add did not name the new node:\n" + out);
+        }
+        nodes = last;
+        return last;
     }
 
     /**

@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.zip.CRC32C;
 import org.apache.cassandra.db.lifecycle.Tracker;
+import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.io.sstable.Component;
 import org.apache.cassandra.io.sstable.Descriptor;
 import org.apache.cassandra.io.sstable.format.SSTableFormat;
@@ -82,6 +83,7 @@ final class FilterComponent {
      * SSTable is then scanned again.
      */
     void write(SSTableReader reader, SSTableKeys keys) throws IOException {
+        Faults.hit("save");
         Binding b = Binding.of(reader);
         int size = FIXED;
         for (ByteBuffer k : keys.tombstones.keySet()) {
@@ -176,8 +178,9 @@ final class FilterComponent {
             if (in.read() != -1) {
                 throw new FilterFormatException("unexpected bytes after the filter");
             }
-            return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, reader.getFirst().getToken(),
-                    reader.getLast().getToken(), (flags & FLAG_TOMBSTONES_COMPLETE) != 0);
+            Token first = SSTableKeys.firstToken(reader);
+            return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, first,
+                    first == null ? null : SSTableKeys.lastToken(reader), (flags & FLAG_TOMBSTONES_COMPLETE) != 0);
         } catch (EOFException e) {
             throw new FilterFormatException(file + ": truncated");
         } catch (FilterFormatException e) {

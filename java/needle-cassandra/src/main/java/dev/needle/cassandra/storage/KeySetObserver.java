@@ -55,6 +55,7 @@ final class KeySetObserver implements SSTableFlushObserver {
             return;
         }
         try {
+            Faults.hit("observer");
             finishPartition();
             token = k.getToken();
             hash = Keys.hash(k.getKey());

@@ -161,6 +161,9 @@ final class SSTableChanges implements INotificationConsumer {
     public void handleNotification(INotification notification, Object sender) {
         logger.trace("Needle {}.{}: {}", cfs.keyspace.getName(), cfs.name, notification.getClass().getSimpleName());
         try {
+            if (notification instanceof SSTableAddedNotification || notification instanceof SSTableListChangedNotification) {
+                Faults.hit("notification");
+            }
             if (notification instanceof SSTableAddedNotification added) {
                 Memtable m = added.memtable().orElse(null);
                 apply(List.of(), added.added, m, m == null);
@@ -252,16 +255,7 @@ final class SSTableChanges implements INotificationConsumer {
      */
     private void truncated() {
         View tv = cfs.getTracker().getView();
-        Set<Memtable> inView = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        inView.addAll(tv.liveMemtables);
-        inView.addAll(tv.flushingMemtables);
-        filter.update(e -> {
-            for (Memtable m : e.memtablesAndUntracked()) {
-                if (!inView.contains(m)) {
-                    e.removeMemtable(m);
-                }
-            }
-        });
+        filter.update(e -> StorageFilter.dropMemtablesNotIn(tv, e));
         filter.feedback.newEpoch();
     }
 

@@ -44,9 +44,26 @@ final class SSTableKeys {
 
     /** The same knowledge, tied to the reader that now serves the SSTable (its newest timestamp, and its range if ours is unknown). */
     SSTableKeys forReader(SSTableReader reader) {
-        Token f = first != null ? first : reader.getFirst().getToken();
-        Token l = last != null ? last : reader.getLast().getToken();
-        return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, f, l, tombstonesComplete);
+        Token f = first != null ? first : firstToken(reader);
+        Token l = last != null ? last : lastToken(reader);
+        return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, f, f == null ? null : l,
+                tombstonesComplete);
+    }
+
+    /**
+     * The first token of the SSTable's data, or null when the reader covers only part of it: a
+     * compaction that opens its output early moves the start of the SSTables it reads.
+     */
+    static Token firstToken(SSTableReader reader) {
+        return wholeFile(reader) ? reader.getFirst().getToken() : null;
+    }
+
+    static Token lastToken(SSTableReader reader) {
+        return wholeFile(reader) ? reader.getLast().getToken() : null;
+    }
+
+    private static boolean wholeFile(SSTableReader reader) {
+        return reader.openReason != SSTableReader.OpenReason.EARLY && reader.openReason != SSTableReader.OpenReason.MOVED_START;
     }
 
     /** Whether a key of this token can be in the SSTable at all. */

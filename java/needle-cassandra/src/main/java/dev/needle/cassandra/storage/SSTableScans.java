@@ -265,7 +265,16 @@ final class SSTableScans {
                         }
                         if (fullRebuild || filter.needsBuild(r)) {
                             progress = new Progress(0);
-                            filter.built(r, scan(r, this, progress));
+                            try {
+                                filter.built(r, scan(r, this, progress));
+                            } catch (CompactionInterruptedException e) {
+                                throw e;
+                            } catch (Throwable t) {
+                                // Logged and counted; the SSTable stays unknown and is tried again in the background.
+                                filter.scanFailed(r, t);
+                                done += r.uncompressedLength();
+                                continue;
+                            }
                         }
                         left.remove(r.descriptor);
                         done += r.uncompressedLength();
@@ -283,6 +292,7 @@ final class SSTableScans {
      * (judged now), and its partition deletion.
      */
     SSTableKeys scan(SSTableReader reader, CompactionInfo.Holder holder, Progress progress) {
+        Faults.hit("scan");
         SSTableKeysBuilder builder = new SSTableKeysBuilder();
         long nowInSec = FBUtilities.nowInSeconds();
         int n = 0;

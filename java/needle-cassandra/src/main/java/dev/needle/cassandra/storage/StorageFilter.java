@@ -80,9 +80,10 @@ public final class StorageFilter {
         this.changes = new SSTableChanges(this);
         this.writes = new WritePath(this);
         this.metrics = new NeedleMetrics(cfs.keyspace.getName(), cfs.name, indexName, this); // last: its gauges read the rest
+        Faults.install();
     }
 
-    private String table() {
+    private String qualifiedName() {
         return cfs.keyspace.getName() + "." + cfs.name;
     }
 
@@ -110,6 +111,25 @@ public final class StorageFilter {
             return KeyState.DELETED;
         }
         return s;
+    }
+
+    /**
+     * Why a read of {@code key} at {@code nowInSec} would or would not be skipped: the answer, then
+     * one line per source, as {source, answer, detail}.
+     */
+    public List<String[]> explain(ByteBuffer key, long nowInSec) {
+        TableView v = view;
+        long hash = Keys.hash(key);
+        Token token = cfs.metadata().partitioner.getToken(key);
+        List<String[]> out = new ArrayList<>();
+        KeyState answer = lookup(key, token, nowInSec);
+        String why = !v.ready() ? "not ready: every key is LIVE"
+                : nowInSec < v.expiryFloor() ? "the read's now is before the expiry floor " + v.expiryFloor() + ": LIVE"
+                : answer == KeyState.DELETED && v.lookup(key, hash, token, nowInSec, options.tracksDeletions()) == KeyState.LIVE
+                ? "a feedback read proved the key holds no live data" : "from the sources below";
+        out.add(new String[] {"answer", answer.name(), why});
+        out.addAll(v.explain(key, hash, token));
+        return out;
     }
 
     /**
@@ -168,7 +188,7 @@ public final class StorageFilter {
     void writeFailed(Memtable memtable, Throwable t) {
         metrics.failures.inc();
         noSpam.error("Needle could not record a write to {}; nothing is skipped on this table until its memtable is flushed",
-                table(), t);
+                qualifiedName(), t);
         update(e -> e.untrack(memtable));
     }
 
@@ -208,7 +228,7 @@ public final class StorageFilter {
     void changeFailed(INotification notification, Throwable t) {
         metrics.failures.inc();
         noSpam.error("Needle could not apply {} to {}; reconciling with the live SSTables", notification.getClass().getSimpleName(),
-                table(), t);
+                qualifiedName(), t);
         reconcile();
     }
 
@@ -221,6 +241,9 @@ public final class StorageFilter {
                 live.add(r.descriptor);
             }
             TableView.Editor e = view.edit();
+            // A memtable no longer in the tracker's view was flushed into SSTables that are in it
+            // (the tracker swaps them in one step), and so are represented below, or was dropped.
+            dropMemtablesNotIn(tv, e);
             for (Descriptor d : e.descriptors()) {
                 if (!live.contains(d)) {
                     e.removeSSTable(d);
@@ -235,6 +258,18 @@ public final class StorageFilter {
             view = e.build();
         }
         scans.enqueue(toScan);
+    }
+
+    /** Drops the key sets (and untracked marks) of memtables no longer in the tracker's view. */
+    static void dropMemtablesNotIn(View tv, TableView.Editor e) {
+        java.util.Set<Memtable> inView = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        inView.addAll(tv.liveMemtables);
+        inView.addAll(tv.flushingMemtables);
+        for (Memtable m : e.memtablesAndUntracked()) {
+            if (!inView.contains(m)) {
+                e.removeMemtable(m);
+            }
+        }
     }
 
     // ---- scans and builds --------------------------------------------------------------------
@@ -278,12 +313,12 @@ public final class StorageFilter {
         metrics.failures.inc();
         logger.error("Needle could not read the keys of {}: reads of {} are not skipped while it is live. "
                 + "Check the SSTable (nodetool verify/scrub), then run nodetool rebuild_index {} {} {}",
-                reader.descriptor, table(), cfs.keyspace.getName(), cfs.name, indexName, t);
+                reader.descriptor, qualifiedName(), cfs.keyspace.getName(), cfs.name, indexName, t);
     }
 
     /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
     void rebuildStarting(Collection<SSTableReader> readers) {
-        logger.info("Needle rebuilding {} from {} SSTables", table(), readers.size());
+        logger.info("Needle rebuilding {} from {} SSTables", qualifiedName(), readers.size());
         update(e -> {
             for (SSTableReader r : readers) {
                 if (e.has(r.descriptor)) {
@@ -477,11 +512,11 @@ public final class StorageFilter {
         try {
             scans.drained().get(7, TimeUnit.DAYS);
         } catch (ExecutionException | TimeoutException e) {
-            logger.warn("Needle build of {} did not complete: {}", table(), e.toString());
+            logger.warn("Needle build of {} did not complete: {}", qualifiedName(), e.toString());
         }
         TableView v = view;
         logger.info("Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}", indexName,
-                table(), options, v.sstables.size(), toLoad.size() - toScan.size(), toScan.size(),
+                qualifiedName(), options, v.sstables.size(), toLoad.size() - toScan.size(), toScan.size(),
                 v.ready() ? "; ready" : "; not ready (" + v.unknown.size() + " SSTables unknown, " + v.untracked.size()
                         + " memtables untracked)");
     }
@@ -543,6 +578,22 @@ public final class StorageFilter {
 
     public NeedleMetrics metrics() {
         return metrics;
+    }
+
+    public NeedleOptions options() {
+        return options;
+    }
+
+    public String keyspace() {
+        return cfs.keyspace.getName();
+    }
+
+    public String table() {
+        return cfs.name;
+    }
+
+    public org.apache.cassandra.db.marshal.AbstractType<?> partitionKeyType() {
+        return cfs.metadata().partitionKeyType;
     }
 
     public Component component() {

@@ -2,10 +2,12 @@ package dev.needle.cassandra.storage;
 
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.cassandra.db.memtable.Memtable;
@@ -137,6 +139,47 @@ final class TableView {
             return KeyState.LIVE;
         }
         return seen ? KeyState.DELETED : KeyState.ABSENT;
+    }
+
+    /**
+     * What each source says of a key, for an operator asking why a read was or was not skipped:
+     * one line per memtable holding the key and per SSTable whose filter matches it, as
+     * {source, answer, detail}.
+     */
+    List<String[]> explain(ByteBuffer key, long hash, Token token) {
+        List<String[]> out = new ArrayList<>();
+        for (MemtableKeys m : memtables) {
+            MemtableKeys.Entry e = m.get(key);
+            if (e != null) {
+                out.add(new String[] {"memtable " + Integer.toHexString(System.identityHashCode(m.memtable)),
+                        e.maxLiveTimestamp > e.deletedAt ? "LIVE" : "DELETED",
+                        "newest live data " + time(e.maxLiveTimestamp) + ", partition deletion " + time(e.deletedAt)});
+            }
+        }
+        for (Map.Entry<Descriptor, SSTableKeys> en : sstables.entrySet()) {
+            SSTableKeys s = en.getValue();
+            if (!s.covers(token)) {
+                continue;
+            }
+            KeyState st = s.lookup(hash);
+            if (st != KeyState.ABSENT) {
+                Tombstone t = s.tombstones.get(key);
+                out.add(new String[] {en.getKey().baseFile().name(), st.name(), "newest timestamp " + time(s.maxTimestamp)
+                        + (t == null ? "" : ", partition deletion " + time(t.markedForDeleteAt()))});
+            }
+        }
+        for (Memtable m : untracked) {
+            out.add(new String[] {"memtable " + Integer.toHexString(System.identityHashCode(m)), "UNTRACKED",
+                    "may hold writes the index did not see: nothing is skipped until it is flushed"});
+        }
+        for (Descriptor d : unknown) {
+            out.add(new String[] {d.baseFile().name(), "UNKNOWN", "keys not read yet: nothing is skipped until they are"});
+        }
+        return out;
+    }
+
+    private static String time(long micros) {
+        return micros == Long.MIN_VALUE ? "none" : micros == Long.MAX_VALUE ? "unknown" : String.valueOf(micros);
     }
 
     /** Reads whose "now" is earlier than this may see data that a judgement here called expired. */

@@ -67,6 +67,7 @@ final class WritePath {
         public void begin() {
             filter.feedback.writeBegins(stripe);
             try {
+                Faults.hit("write");
                 entry();
             } catch (Throwable t) {
                 filter.writeFailed(keys.memtable, t);
