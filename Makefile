@@ -25,11 +25,22 @@ test: test-java test-python test-rust
 test-java:
 	cd java && $(MVN) install
 
-# The cluster tool's tests (they start real nodes) and the result summaries' tests.
-test-python:
+# The cluster tool's tests (they start real nodes) and the result summaries' tests; ruff checks
+# the style (pinned in requirements-lint.txt, installed once into a private virtualenv).
+LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
+test-python: $(LINT_VENV)/requirements-lint.txt
+	$(LINT_VENV)/bin/ruff check deploy bench/plot
+	$(LINT_VENV)/bin/ruff format --check deploy bench/plot
 	$(PYTHON) -m pytest -q deploy/tests bench/plot
 
+$(LINT_VENV)/requirements-lint.txt: requirements-lint.txt
+	rm -rf $(LINT_VENV)
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lint.txt
+	cp requirements-lint.txt $@
+
 test-rust:
+	cd rust && cargo fmt --all -- --check
 	cd rust && cargo test --release
 	cd rust && cargo clippy --release --all-targets -- -D warnings
 
