@@ -73,13 +73,22 @@ def chart(doc, out_dir):
             p99 = [r["variants"][v]["p99_us"] / 1000 for r in runs]
             xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(runs))]
             ax.bar(xs, med, width, label=v, color=VARIANT_COLORS.get(v))
-            ax.errorbar(xs, med, yerr=[[0] * len(med), [p - m for p, m in zip(p99, med)]],
-                        fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+            ax.errorbar(
+                xs,
+                med,
+                yerr=[[0] * len(med), [p - m for p, m in zip(p99, med, strict=True)]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=0.8,
+                capsize=2,
+            )
         ax.set_xticks(range(len(runs)))
         ax.set_xticklabels(labels, fontsize=8)
         what = "insert" if is_insert(doc) else "lookup"
         ax.set_ylabel(f"{what} latency, ms (bar: median, whisker: p99)")
-        sub = f"{cache} cache" + ("" if mode is None else f", {mode}-level deletes" if mode == "partition" else ", row-by-row deletes")
+        sub = f"{cache} cache" + (
+            "" if mode is None else f", {mode}-level deletes" if mode == "partition" else ", row-by-row deletes"
+        )
         ax.set_title(f"{doc['title']}\n{sub}", fontsize=9)
         ax.legend(fontsize=8)
         ax.grid(axis="y", alpha=0.3)
@@ -107,12 +116,22 @@ def summary_rows(doc):
             "load": r.get("load"),
             "partitions": r.get("partitions", r.get("partitions_before")),
             "stock_data_gib": round(gib(r, "stock"), 3) if "table_bytes" in r else None,
-            "variants": {v: {"p50_ms": ms(s["p50_us"]), "p99_ms": ms(s["p99_us"]), "mean_ms": ms(s["mean_us"]),
-                             "throughput_ops_s": s["throughput_ops_s"], "count": s["count"],
-                             "wrong_results": s["wrong_results"],
-                             **({"needle_skipped": s["needle_skipped"], "needle_passed": s["needle_passed"]}
-                                if "needle_skipped" in s else {})}
-                         for v, s in r["variants"].items()},
+            "variants": {
+                v: {
+                    "p50_ms": ms(s["p50_us"]),
+                    "p99_ms": ms(s["p99_us"]),
+                    "mean_ms": ms(s["mean_us"]),
+                    "throughput_ops_s": s["throughput_ops_s"],
+                    "count": s["count"],
+                    "wrong_results": s["wrong_results"],
+                    **(
+                        {"needle_skipped": s["needle_skipped"], "needle_passed": s["needle_passed"]}
+                        if "needle_skipped" in s
+                        else {}
+                    ),
+                }
+                for v, s in r["variants"].items()
+            },
             "ratio_p50_stock_over_cuckoo": r.get("ratio_p50_stock_over_cuckoo"),
             "ratio_p99_stock_over_cuckoo": r.get("ratio_p99_stock_over_cuckoo"),
         }
@@ -129,8 +148,17 @@ def check_targets(docs):
     checks = []
 
     def add(target, table, row, ok, value):
-        checks.append({"target": target, "table": table, "row": row["label"], "cache": row["cache"],
-                       "delete_mode": row["delete_mode"], "value": value, "met": ok})
+        checks.append(
+            {
+                "target": target,
+                "table": table,
+                "row": row["label"],
+                "cache": row["cache"],
+                "delete_mode": row["delete_mode"],
+                "value": value,
+                "met": ok,
+            }
+        )
 
     for name, doc in docs.items():
         table = name.split("-")[-1]
@@ -140,17 +168,33 @@ def check_targets(docs):
             if ratio is None:
                 continue
             if row["delete_mode"] == "row" and mix.get("deleted") == 1.0 and rows_per_partition(doc) >= 100:
-                add("deleted-key lookups, >= 100 row tombstones per partition: stock / Needle-Cuckoo median >= 5",
-                    table, row, ratio >= 5, ratio)
+                add(
+                    "deleted-key lookups, >= 100 row tombstones per partition: stock / Needle-Cuckoo median >= 5",
+                    table,
+                    row,
+                    ratio >= 5,
+                    ratio,
+                )
             if mix.get("absent") == 1.0:
-                add("never-written keys: Needle-Cuckoo median no slower than stock (ratio >= 1)",
-                    table, row, ratio >= 1, ratio)
+                add(
+                    "never-written keys: Needle-Cuckoo median no slower than stock (ratio >= 1)",
+                    table,
+                    row,
+                    ratio >= 1,
+                    ratio,
+                )
             if mix.get("live") == 1.0:
-                add("live-key lookups: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
-                    table, row, ratio >= 0.97, ratio)
+                add(
+                    "live-key lookups: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
+                    table,
+                    row,
+                    ratio >= 0.97,
+                    ratio,
+                )
             if row["load"] is not None:
-                add("inserts: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
-                    table, row, ratio >= 0.97, ratio)
+                add(
+                    "inserts: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)", table, row, ratio >= 0.97, ratio
+                )
     return checks
 
 
@@ -191,11 +235,19 @@ def summarize_scheme1(results_dir):
         "reproduces": "2022 Journal of Big Data paper, Tables 1-5 (storage filter)",
         "machine": next(iter(docs.values()))["machine"],
         "cassandra_version": next(iter(docs.values())).get("cassandra_version"),
-        "tables": {name.split("-")[-1]: {"experiment": name, "title": d["title"], "reproduces": d["reproduces"],
-                                          "rows_per_partition": rows_per_partition(d), "row_bytes": d["experiment"]["dataset"]["row_bytes"],
-                                          "started": d["started"], "duration_s": d.get("duration_s"),
-                                          "rows": summary_rows(d)}
-                   for name, d in docs.items()},
+        "tables": {
+            name.split("-")[-1]: {
+                "experiment": name,
+                "title": d["title"],
+                "reproduces": d["reproduces"],
+                "rows_per_partition": rows_per_partition(d),
+                "row_bytes": d["experiment"]["dataset"]["row_bytes"],
+                "started": d["started"],
+                "duration_s": d.get("duration_s"),
+                "rows": summary_rows(d),
+            }
+            for name, d in docs.items()
+        },
         "targets": checks,
         "targets_met": sum(c["met"] for c in checks),
         "targets_checked": len(checks),
@@ -206,9 +258,11 @@ def summarize_scheme1(results_dir):
     print(f"targets met in {summary['targets_met']} of {summary['targets_checked']} checks")
     for c in checks:
         if not c["met"]:
-            print(f"  not met: {c['table']} {c['row']} ({c['cache']}, {c['delete_mode']}): {c['value']}  [{c['target']}]")
+            print(
+                f"  not met: {c['table']} {c['row']} ({c['cache']}, {c['delete_mode']}): {c['value']}  [{c['target']}]"
+            )
     try:
-        for name, d in docs.items():
+        for d in docs.values():
             for p in chart(d, out):
                 print(f"wrote {p}")
     except ImportError:
@@ -217,8 +271,9 @@ def summarize_scheme1(results_dir):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="needle_plot", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="needle_plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("chart", help="PNG charts of one results.json")
     c.add_argument("results")

@@ -8,16 +8,35 @@ import needle_plot
 
 
 def variant(p50_us, p99_us, **extra):
-    return {"count": 100, "mean_us": p50_us, "min_us": 1.0, "p50_us": p50_us, "p95_us": p99_us,
-            "p99_us": p99_us, "max_us": p99_us, "throughput_ops_s": 10.0, "wrong_results": 0, **extra}
+    return {
+        "count": 100,
+        "mean_us": p50_us,
+        "min_us": 1.0,
+        "p50_us": p50_us,
+        "p95_us": p99_us,
+        "p99_us": p99_us,
+        "max_us": p99_us,
+        "throughput_ops_s": 10.0,
+        "wrong_results": 0,
+        **extra,
+    }
 
 
 def run(point, mix, stock, cuckoo, mode="row", cache="warm", partitions=100, load=None):
-    r = {"point": point, "x": 0, "cache": cache, "delete_mode": mode, "partitions": partitions,
-         "table_bytes": {"stock": {"data": 2**30, "needle": 0, "sstables": 2}},
-         "variants": {"stock": variant(stock, stock * 2), "needle-cuckoo": variant(cuckoo, cuckoo * 2,
-                                                                                   needle_skipped=5, needle_passed=95)},
-         "ratio_p50_stock_over_cuckoo": round(stock / cuckoo, 3), "ratio_p99_stock_over_cuckoo": round(stock / cuckoo, 3)}
+    r = {
+        "point": point,
+        "x": 0,
+        "cache": cache,
+        "delete_mode": mode,
+        "partitions": partitions,
+        "table_bytes": {"stock": {"data": 2**30, "needle": 0, "sstables": 2}},
+        "variants": {
+            "stock": variant(stock, stock * 2),
+            "needle-cuckoo": variant(cuckoo, cuckoo * 2, needle_skipped=5, needle_passed=95),
+        },
+        "ratio_p50_stock_over_cuckoo": round(stock / cuckoo, 3),
+        "ratio_p99_stock_over_cuckoo": round(stock / cuckoo, 3),
+    }
     if mix is not None:
         r["mix"] = mix
     if load is not None:
@@ -26,29 +45,40 @@ def run(point, mix, stock, cuckoo, mode="row", cache="warm", partitions=100, loa
 
 
 def doc(name, runs, rows=100, op="lookup"):
-    return {"name": name, "title": name.upper(), "reproduces": "paper, " + name, "started": "now", "duration_s": 1,
-            "machine": {"cores": 2}, "cassandra_version": "5.0.9",
-            "experiment": {"run": {"op": op}, "dataset": {"rows_per_partition": rows, "row_bytes": 400}},
-            "runs": runs}
+    return {
+        "name": name,
+        "title": name.upper(),
+        "reproduces": "paper, " + name,
+        "started": "now",
+        "duration_s": 1,
+        "machine": {"cores": 2},
+        "cassandra_version": "5.0.9",
+        "experiment": {"run": {"op": op}, "dataset": {"rows_per_partition": rows, "row_bytes": 400}},
+        "runs": runs,
+    }
 
 
 def test_targets_are_checked_on_the_rows_they_apply_to():
     docs = {
-        "scheme1-table1": doc("scheme1-table1", [run("deleted", {"deleted": 1.0}, 2000, 200),
-                                                 run("deleted", {"deleted": 1.0}, 400, 200, mode="partition")], rows=1000),
-        "scheme1-table2": doc("scheme1-table2", [run("0%", {"live": 1.0}, 500, 520),
-                                                 run("100%", {"deleted": 1.0}, 500, 200)]),
+        "scheme1-table1": doc(
+            "scheme1-table1",
+            [run("deleted", {"deleted": 1.0}, 2000, 200), run("deleted", {"deleted": 1.0}, 400, 200, mode="partition")],
+            rows=1000,
+        ),
+        "scheme1-table2": doc(
+            "scheme1-table2", [run("0%", {"live": 1.0}, 500, 520), run("100%", {"deleted": 1.0}, 500, 200)]
+        ),
         "scheme1-table4": doc("scheme1-table4", [run("0%", {"absent": 1.0}, 250, 180, mode=None)]),
         "scheme1-table5": doc("scheme1-table5", [run("0%", None, 1000, 1010, mode=None, load=0.0)], op="insert"),
     }
     checks = needle_plot.check_targets(docs)
     by = {(c["table"], c["row"], c["delete_mode"]): c for c in checks}
-    assert by[("table1", "deleted", "row")]["met"] is True          # 10x
-    assert ("table1", "deleted", "partition") not in by              # the 5x target is for row tombstones
-    assert by[("table2", "100%", "row")]["met"] is False             # 2.5x < 5x
-    assert by[("table2", "0%", "row")]["met"] is False               # 500/520 = 0.96 < 0.97
+    assert by[("table1", "deleted", "row")]["met"] is True  # 10x
+    assert ("table1", "deleted", "partition") not in by  # the 5x target is for row tombstones
+    assert by[("table2", "100%", "row")]["met"] is False  # 2.5x < 5x
+    assert by[("table2", "0%", "row")]["met"] is False  # 500/520 = 0.96 < 0.97
     assert by[("table4", "0%", None)]["met"] is True
-    assert by[("table5", "0%", None)]["met"] is True                 # 0.99 >= 0.97
+    assert by[("table5", "0%", None)]["met"] is True  # 0.99 >= 0.97
     assert len(checks) == 5
 
 
@@ -57,7 +87,7 @@ def test_summary_and_markdown(tmp_path):
     (tmp_path / "scheme1-table3").mkdir()
     (tmp_path / "scheme1-table3" / "results.json").write_text(json.dumps(d))
     rows = needle_plot.summary_rows(d)
-    assert rows[0]["label"] == "deleted, 100 partitions"              # growing data: the size is in the label
+    assert rows[0]["label"] == "deleted, 100 partitions"  # growing data: the size is in the label
     assert rows[1]["variants"]["stock"]["p50_ms"] == 0.6
     assert rows[1]["variants"]["needle-cuckoo"]["needle_skipped"] == 5
     assert rows[0]["stock_data_gib"] == 1.0
@@ -74,7 +104,7 @@ def test_a_missing_or_damaged_result_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="not found"):
         needle_plot.load(tmp_path / "none" / "results.json")
     bad = tmp_path / "results.json"
-    bad.write_text("{\"runs\": [")
+    bad.write_text('{"runs": [')
     with pytest.raises(SystemExit, match="not valid JSON"):
         needle_plot.load(bad)
     with pytest.raises(SystemExit, match="no scheme1 results"):

@@ -23,13 +23,20 @@ def _log(msg):
 def _parser():
     # Global options are accepted before and after the verb.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--dir", default=argparse.SUPPRESS,
-                        help="cluster folder (default: $NEEDLE_CLUSTER_DIR or ./.cluster)")
-    common.add_argument("--version", default=argparse.SUPPRESS, dest="cassandra_version",
-                        help=f"Cassandra version for 'up' (default: {runtime.DEFAULT_VERSION})")
+    common.add_argument(
+        "--dir", default=argparse.SUPPRESS, help="cluster folder (default: $NEEDLE_CLUSTER_DIR or ./.cluster)"
+    )
+    common.add_argument(
+        "--version",
+        default=argparse.SUPPRESS,
+        dest="cassandra_version",
+        help=f"Cassandra version for 'up' (default: {runtime.DEFAULT_VERSION})",
+    )
     p = argparse.ArgumentParser(
-        prog="needle-cluster", parents=[common],
-        description="Local Apache Cassandra clusters on 127.0.0.1..N: start, stop, kill, restart nodes.")
+        prog="needle-cluster",
+        parents=[common],
+        description="Local Apache Cassandra clusters on 127.0.0.1..N: start, stop, kill, restart nodes.",
+    )
     sub = p.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     def verb(name, help, node=False):
@@ -42,13 +49,27 @@ def _parser():
     up.add_argument("-n", "--nodes", type=int, default=1, help="number of nodes, 1-9 (default 1)")
     up.add_argument("--name", default="needle", help="cluster name (default needle)")
     up.add_argument("--with-needle", metavar="JAR", help="put this Needle plugin jar on every node's classpath")
-    up.add_argument("--query-handler", metavar="CLASS", default=config.DEFAULT_QUERY_HANDLER,
-                    help="custom query handler class with --with-needle (default %(default)s; '' for none)")
-    up.add_argument("--jvm-opt", metavar="OPT", action="append", default=[],
-                    help="extra JVM option for every node (repeatable), e.g. --jvm-opt=-Dfoo=1")
+    up.add_argument(
+        "--query-handler",
+        metavar="CLASS",
+        default=config.DEFAULT_QUERY_HANDLER,
+        help="custom query handler class with --with-needle (default %(default)s; '' for none)",
+    )
+    up.add_argument(
+        "--jvm-opt",
+        metavar="OPT",
+        action="append",
+        default=[],
+        help="extra JVM option for every node (repeatable), e.g. --jvm-opt=-Dfoo=1",
+    )
     up.add_argument("--heap", metavar="SIZE", help=f"heap per node (default {config.DEFAULT_HEAP})")
-    up.add_argument("--yaml", metavar="KEY=VALUE", action="append", default=[],
-                    help="extra top-level cassandra.yaml setting (repeatable)")
+    up.add_argument(
+        "--yaml",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra top-level cassandra.yaml setting (repeatable)",
+    )
     up.add_argument("--data-dirs", type=int, metavar="N", help="data directories per node (data, data2 ...; default 1)")
     up.add_argument("--timeout", type=int, default=180, help="seconds each node may take to start")
 
@@ -85,15 +106,20 @@ def _parser():
 
 def _status_table(st):
     needle = st.get("needle")
-    lines = [f"cluster '{st['name']}'  Cassandra {st['version']}  {len(st['nodes'])} node(s)  {st['dir']}",
-             f"needle: {needle['jar'] + ' (' + str(needle.get('query_handler')) + ')' if needle else 'off'}"]
+    lines = [
+        f"cluster '{st['name']}'  Cassandra {st['version']}  {len(st['nodes'])} node(s)  {st['dir']}",
+        f"needle: {needle['jar'] + ' (' + str(needle.get('query_handler')) + ')' if needle else 'off'}",
+    ]
     ring = any("ring" in n for n in st["nodes"])
     head = ["NODE", "ADDRESS", "STATE", "PID", "CQL", "JMX"] + (["RING"] if ring else [])
-    rows = [[n["name"], n["address"], n["state"], str(n["pid"] or "-"), str(n["native_port"]),
-             str(n["jmx_port"])] + ([n.get("ring") or "?"] if ring else []) for n in st["nodes"]]
+    rows = [
+        [n["name"], n["address"], n["state"], str(n["pid"] or "-"), str(n["native_port"]), str(n["jmx_port"])]
+        + ([n.get("ring") or "?"] if ring else [])
+        for n in st["nodes"]
+    ]
     widths = [max(len(r[c]) for r in [head] + rows) for c in range(len(head))]
     for r in [head] + rows:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 
@@ -107,12 +133,24 @@ def run(argv):
         for kv in args.yaml:
             key, sep, value = kv.partition("=")
             if not sep or not key.strip():
-                raise ClusterError(f"--yaml {kv!r} is not KEY=VALUE, e.g. --yaml storage_compatibility_mode=NONE",
-                                   code=2)
+                raise ClusterError(
+                    f"--yaml {kv!r} is not KEY=VALUE, e.g. --yaml storage_compatibility_mode=NONE", code=2
+                )
             yaml[key.strip()] = value.strip()
-        Cluster.up(args.nodes, dir=d, version=getattr(args, "cassandra_version", None), name=args.name,
-                   with_needle=args.with_needle, query_handler=args.query_handler, jvm_opts=args.jvm_opt,
-                   heap=args.heap, yaml=yaml, timeout=args.timeout, log=_log, data_dirs=args.data_dirs)
+        Cluster.up(
+            args.nodes,
+            dir=d,
+            version=getattr(args, "cassandra_version", None),
+            name=args.name,
+            with_needle=args.with_needle,
+            query_handler=args.query_handler,
+            jvm_opts=args.jvm_opt,
+            heap=args.heap,
+            yaml=yaml,
+            timeout=args.timeout,
+            log=_log,
+            data_dirs=args.data_dirs,
+        )
         return 0
     c = Cluster(d, log=_log)
     if verb == "down":
@@ -154,7 +192,7 @@ def run(argv):
         if args.follow:
             os.execvp("tail", ["tail", "-n", str(args.lines), "-F", str(path)])
         with open(path, "rb") as f:
-            lines = f.read().decode(errors="replace").splitlines()[-args.lines:]
+            lines = f.read().decode(errors="replace").splitlines()[-args.lines :]
         print("\n".join(lines))
     return 0
 

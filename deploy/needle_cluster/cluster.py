@@ -66,11 +66,13 @@ class Cluster:
         try:
             meta = json.loads(self.meta_file.read_text())
         except (OSError, ValueError) as e:
-            raise ClusterError(f"{self.meta_file} is unreadable ({e}); it was not written by needle-cluster: "
-                               "use another --dir", code=2)
+            raise ClusterError(
+                f"{self.meta_file} is unreadable ({e}); it was not written by needle-cluster: use another --dir", code=2
+            ) from e
         if not isinstance(meta, dict) or meta.get("tool") != "needle-cluster" or meta.get("format") != FORMAT:
-            raise ClusterError(f"{self.meta_file} does not describe a needle-cluster cluster; "
-                               "use another --dir", code=2)
+            raise ClusterError(
+                f"{self.meta_file} does not describe a needle-cluster cluster; use another --dir", code=2
+            )
         return meta
 
     def _save_meta(self):
@@ -80,8 +82,11 @@ class Cluster:
 
     def _require(self):
         if self.meta is None:
-            raise ClusterError(f"no cluster in {self.dir}; start one with 'needle-cluster up -n 3' "
-                               "or point --dir (or NEEDLE_CLUSTER_DIR) at a cluster folder", code=2)
+            raise ClusterError(
+                f"no cluster in {self.dir}; start one with 'needle-cluster up -n 3' "
+                "or point --dir (or NEEDLE_CLUSTER_DIR) at a cluster folder",
+                code=2,
+            )
         return self.meta
 
     @contextmanager
@@ -112,8 +117,9 @@ class Cluster:
         s = str(ref).strip().lower()
         m = re.fullmatch(r"(?:node)?(\d+)", s)
         if not m or not 1 <= int(m.group(1)) <= n:
-            raise ClusterError(f"unknown node '{ref}': this cluster has node1..node{n} "
-                               "(name a node as 2 or node2)", code=2)
+            raise ClusterError(
+                f"unknown node '{ref}': this cluster has node1..node{n} (name a node as 2 or node2)", code=2
+            )
         return int(m.group(1))
 
     # -------------------------------------------------------------- processes
@@ -144,9 +150,21 @@ class Cluster:
     # ------------------------------------------------------------------ up
 
     @classmethod
-    def up(cls, n=1, dir=None, version=None, name="needle", with_needle=None,
-           query_handler=config.DEFAULT_QUERY_HANDLER, jvm_opts=(), heap=None, yaml=None,
-           timeout=START_TIMEOUT, log=_stderr, data_dirs=None):
+    def up(
+        cls,
+        n=1,
+        dir=None,
+        version=None,
+        name="needle",
+        with_needle=None,
+        query_handler=config.DEFAULT_QUERY_HANDLER,
+        jvm_opts=(),
+        heap=None,
+        yaml=None,
+        timeout=START_TIMEOUT,
+        log=_stderr,
+        data_dirs=None,
+    ):
         """Create (or resume) an n-node cluster in ``dir`` and start every node.
 
         ``with_needle`` is the path of the Needle plugin jar to put on each
@@ -161,7 +179,9 @@ class Cluster:
         if not isinstance(n, int) or not 1 <= n <= 9:
             raise ClusterError(f"cannot start {n} nodes: choose 1 to 9 (-n)", code=2)
         if data_dirs is not None and (not isinstance(data_dirs, int) or not 1 <= data_dirs <= 8):
-            raise ClusterError(f"cannot give each node {data_dirs} data directories: choose 1 to 8 (--data-dirs)", code=2)
+            raise ClusterError(
+                f"cannot give each node {data_dirs} data directories: choose 1 to 8 (--data-dirs)", code=2
+            )
         c = cls(dir, log=log)
         created = not c.dir.exists()
         c.dir.mkdir(parents=True, exist_ok=True)
@@ -177,14 +197,21 @@ class Cluster:
         c, log = self, self.log
         with c._lock():
             c.meta = c._load_meta()
-            version = version or (c.meta or {}).get("version") or os.environ.get(
-                "NEEDLE_CASSANDRA_VERSION") or runtime.DEFAULT_VERSION
+            version = (
+                version
+                or (c.meta or {}).get("version")
+                or os.environ.get("NEEDLE_CASSANDRA_VERSION")
+                or runtime.DEFAULT_VERSION
+            )
             needle = None
             if with_needle:
                 jar = Path(with_needle).expanduser().resolve()
                 if not jar.is_file():
-                    raise ClusterError(f"Needle jar {with_needle} does not exist; build it first "
-                                       "(make build) or give the right path to --with-needle", code=2)
+                    raise ClusterError(
+                        f"Needle jar {with_needle} does not exist; build it first "
+                        "(make build) or give the right path to --with-needle",
+                        code=2,
+                    )
                 needle = {"jar": str(jar), "query_handler": query_handler or None}
             if c.meta is not None:
                 c._check_resume(n, version, name)
@@ -202,17 +229,29 @@ class Cluster:
             else:
                 foreign = [p.name for p in c.dir.iterdir()]
                 if foreign:
-                    raise ClusterError(f"{c.dir} is not empty and holds no needle cluster "
-                                       f"(found {', '.join(sorted(foreign)[:3])}); choose an empty or new "
-                                       "folder with --dir", code=2)
+                    raise ClusterError(
+                        f"{c.dir} is not empty and holds no needle cluster "
+                        f"(found {', '.join(sorted(foreign)[:3])}); choose an empty or new "
+                        "folder with --dir",
+                        code=2,
+                    )
                 c.meta = {
-                    "tool": "needle-cluster", "format": FORMAT, "name": name, "version": version,
-                    "nodes": n, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "tool": "needle-cluster",
+                    "format": FORMAT,
+                    "name": name,
+                    "version": version,
+                    "nodes": n,
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "heap": heap or config.DEFAULT_HEAP,
-                    "ports": {"native": config.NATIVE_PORT, "storage": config.STORAGE_PORT,
-                              "jmx": [config.jmx_port(i) for i in range(1, n + 1)]},
+                    "ports": {
+                        "native": config.NATIVE_PORT,
+                        "storage": config.STORAGE_PORT,
+                        "jmx": [config.jmx_port(i) for i in range(1, n + 1)],
+                    },
                     "addresses": [config.node_address(i) for i in range(1, n + 1)],
-                    "needle": needle, "jvm_opts": list(jvm_opts), "yaml": dict(yaml or {}),
+                    "needle": needle,
+                    "jvm_opts": list(jvm_opts),
+                    "yaml": dict(yaml or {}),
                     "data_dirs": data_dirs or 1,
                 }
             java, _ = runtime.find_java()
@@ -230,35 +269,49 @@ class Cluster:
             except BaseException:
                 running = c._running()  # includes a node interrupted while starting
                 if running:
-                    log(f"stopping the nodes already started ({', '.join(map(config.node_name, running))}); "
-                        f"the folder {c.dir} is kept for inspection (remove it with 'needle-cluster down')")
+                    log(
+                        f"stopping the nodes already started ({', '.join(map(config.node_name, running))}); "
+                        f"the folder {c.dir} is kept for inspection (remove it with 'needle-cluster down')"
+                    )
                     c._stop_nodes(running, sig=procs.SIGKILL)
                 raise
-            log(f"cluster '{name}' up: {n} node{'s' if n > 1 else ''} in {time.monotonic() - t0:.1f} s "
-                f"(CQL on {', '.join(config.node_address(i) for i in range(1, n + 1))}:{config.NATIVE_PORT})")
+            log(
+                f"cluster '{name}' up: {n} node{'s' if n > 1 else ''} in {time.monotonic() - t0:.1f} s "
+                f"(CQL on {', '.join(config.node_address(i) for i in range(1, n + 1))}:{config.NATIVE_PORT})"
+            )
 
     def _check_resume(self, n, version, name):
         m = self.meta
         running = self._running()
         if running:
-            raise ClusterError(f"cluster '{m['name']}' is already running in {self.dir} "
-                               f"({', '.join(map(config.node_name, running))} up); use it, or run "
-                               "'needle-cluster down' first, or choose another --dir", code=2)
+            raise ClusterError(
+                f"cluster '{m['name']}' is already running in {self.dir} "
+                f"({', '.join(map(config.node_name, running))} up); use it, or run "
+                "'needle-cluster down' first, or choose another --dir",
+                code=2,
+            )
         if (m["nodes"], m["version"], m["name"]) != (n, version, name):
-            raise ClusterError(f"{self.dir} holds another cluster ('{m['name']}', {m['nodes']} nodes, "
-                               f"Cassandra {m['version']}); remove it with 'needle-cluster down' "
-                               "or choose another --dir", code=2)
+            raise ClusterError(
+                f"{self.dir} holds another cluster ('{m['name']}', {m['nodes']} nodes, "
+                f"Cassandra {m['version']}); remove it with 'needle-cluster down' "
+                "or choose another --dir",
+                code=2,
+            )
 
     def _check_ports(self, i):
         addr = config.node_address(i)
-        for what, host, port in (("CQL", addr, config.NATIVE_PORT),
-                                 ("storage", addr, config.STORAGE_PORT),
-                                 ("JMX", "127.0.0.1", config.jmx_port(i))):
+        for what, host, port in (
+            ("CQL", addr, config.NATIVE_PORT),
+            ("storage", addr, config.STORAGE_PORT),
+            ("JMX", "127.0.0.1", config.jmx_port(i)),
+        ):
             if not procs.port_free(host, port):
                 holder = procs.port_holder(host, port)
-                raise ClusterError(f"port {host}:{port} ({what} port of {config.node_name(i)}) is in use"
-                                   f"{' by ' + holder if holder else ''}; stop that process (or the "
-                                   "cluster it belongs to) and try again")
+                raise ClusterError(
+                    f"port {host}:{port} ({what} port of {config.node_name(i)}) is in use"
+                    f"{' by ' + holder if holder else ''}; stop that process (or the "
+                    "cluster it belongs to) and try again"
+                )
 
     # --------------------------------------------------------------- start
 
@@ -270,7 +323,8 @@ class Cluster:
         for data in config.data_dirs(d, m.get("data_dirs", 1)):
             data.mkdir(parents=True, exist_ok=True)
         (d / "conf" / "cassandra.yaml").write_text(
-            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1), m.get("token_nodes")))
+            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1), m.get("token_nodes"))
+        )
         (d / "conf" / "logback.xml").write_text(config.logback_xml(d))
 
     def command(self, node, java="java", jars=None, extra_jvm_opts=()):
@@ -280,9 +334,16 @@ class Cluster:
         if jars is None:
             jars = runtime.resolve_cassandra(m["version"], log=self.log)
         needle = m.get("needle") or {}
-        return config.node_command(java, jars, self.node_dir(i), i, heap=m.get("heap", config.DEFAULT_HEAP),
-                                   needle_jar=needle.get("jar"), query_handler=needle.get("query_handler"),
-                                   jvm_opts=list(m.get("jvm_opts", ())) + list(extra_jvm_opts))
+        return config.node_command(
+            java,
+            jars,
+            self.node_dir(i),
+            i,
+            heap=m.get("heap", config.DEFAULT_HEAP),
+            needle_jar=needle.get("jar"),
+            query_handler=needle.get("query_handler"),
+            jvm_opts=list(m.get("jvm_opts", ())) + list(extra_jvm_opts),
+        )
 
     def add(self, timeout=START_TIMEOUT * 3):
         """Add a node to the running cluster: it bootstraps (streams its token ranges from the
@@ -294,8 +355,10 @@ class Cluster:
                 raise ClusterError("this cluster already has 9 nodes, the most needle-cluster runs", code=2)
             down = [i for i in range(1, n + 1) if not self.pid(i)]
             if down:
-                raise ClusterError(f"{', '.join(map(config.node_name, down))} is down; start every node before "
-                                   "adding one (a bootstrap streams from all replicas)")
+                raise ClusterError(
+                    f"{', '.join(map(config.node_name, down))} is down; start every node before "
+                    "adding one (a bootstrap streams from all replicas)"
+                )
             i = n + 1
             m.setdefault("token_nodes", n)
             m["nodes"] = i
@@ -305,7 +368,9 @@ class Cluster:
             try:
                 # The short ring delay of a new cluster is too short here: a bootstrapping node
                 # must learn the others' schema through gossip before it decides what to stream.
-                self._start_locked(i, timeout=timeout, extra_jvm_opts=[f"-Dcassandra.ring_delay_ms={BOOTSTRAP_RING_DELAY_MS}"])
+                self._start_locked(
+                    i, timeout=timeout, extra_jvm_opts=[f"-Dcassandra.ring_delay_ms={BOOTSTRAP_RING_DELAY_MS}"]
+                )
                 self._wait_ring()
             except BaseException:
                 if self.pid(i):
@@ -332,23 +397,29 @@ class Cluster:
             java, _ = runtime.find_java()
         needle = m.get("needle") or {}
         if needle.get("jar") and not Path(needle["jar"]).is_file():
-            raise ClusterError(f"Needle jar {needle['jar']} is gone; rebuild it (make build) before starting "
-                               f"{name}")
+            raise ClusterError(f"Needle jar {needle['jar']} is gone; rebuild it (make build) before starting {name}")
         self._check_ports(i)
         self._write_node_files(i)
         cmd = self.command(i, java=java, extra_jvm_opts=extra_jvm_opts)
         (d / "conf" / "command.txt").write_text(" \\\n  ".join(cmd) + "\n")
         system_log = d / "logs" / "system.log"
         # Gossip lines logged before this start belong to earlier runs.
-        (d / "logs" / "start.offset").write_text(
-            str(system_log.stat().st_size if system_log.exists() else 0))
+        (d / "logs" / "start.offset").write_text(str(system_log.stat().st_size if system_log.exists() else 0))
         self.log(f"starting {name} ({config.node_address(i)}) ...")
         t0 = time.monotonic()
         env = dict(os.environ, MALLOC_ARENA_MAX="4")
         with open(d / "logs" / "output.log", "ab") as out:
             # Own session: the node outlives this CLI and ignores its Ctrl-C.
-            p = subprocess.Popen(cmd, cwd=d, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True, close_fds=True, env=env)
+            p = subprocess.Popen(
+                cmd,
+                cwd=d,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                env=env,
+            )
         procs.remember_child(p)
         (d / "node.pid").write_text(f"{p.pid}\n")
         addr = config.node_address(i)
@@ -361,8 +432,9 @@ class Cluster:
             if time.monotonic() > deadline:
                 procs.signal_pid(p.pid, procs.SIGKILL)
                 p.wait()
-                raise self._start_failure(i, f"{name} did not open its CQL port {addr}:{config.NATIVE_PORT} "
-                                             f"within {timeout} s and was killed")
+                raise self._start_failure(
+                    i, f"{name} did not open its CQL port {addr}:{config.NATIVE_PORT} within {timeout} s and was killed"
+                )
             time.sleep(0.25)
         self.log(f"{name} up in {time.monotonic() - t0:.1f} s (pid {p.pid})")
         if wait_peers:
@@ -383,8 +455,10 @@ class Cluster:
         elif "OutOfMemory" in text:
             hint = "the heap is too small: start with a larger --heap"
         elif re.search(r"Unable to contact any seeds|Unable to gossip with any peers", text):
-            hint = ("no seed answered: start one of the seeds first "
-                    f"({', '.join(config.node_name(j) for j in range(1, min(self.size, config.SEEDS) + 1))})")
+            hint = (
+                "no seed answered: start one of the seeds first "
+                f"({', '.join(config.node_name(j) for j in range(1, min(self.size, config.SEEDS) + 1))})"
+            )
         elif re.search(r"ClassNotFoundException|NoClassDefFoundError", text):
             hint = "a class is missing from the classpath: check --with-needle and --query-handler"
         elif re.search(r"Invalid yaml|Cannot create property|ConfigurationException", text):
@@ -419,12 +493,15 @@ class Cluster:
                     break  # no use asking the others this round
             if not pending:
                 if len(running) > 1:
-                    self.log(f"ring agrees: {len(running)} nodes UN on every node "
-                             f"(checked in {time.monotonic() - t0:.1f} s)")
+                    self.log(
+                        f"ring agrees: {len(running)} nodes UN on every node (checked in {time.monotonic() - t0:.1f} s)"
+                    )
                 return
             if time.monotonic() - t0 > timeout:
-                raise ClusterError(f"the ring did not settle within {timeout} s: {'; '.join(pending)}; "
-                                   "check the nodes' logs ('needle-cluster logs N')")
+                raise ClusterError(
+                    f"the ring did not settle within {timeout} s: {'; '.join(pending)}; "
+                    "check the nodes' logs ('needle-cluster logs N')"
+                )
             time.sleep(1)
 
     def _peer_view(self, i):
@@ -462,15 +539,18 @@ class Cluster:
                 pending = [config.node_name(j) for j in others if self._peer_view(j).get(addr) == "UP"]
             if state == "UP":
                 mine = self._peer_view(i)
-                pending += [f"{name} (about {config.node_name(j)})" for j in others
-                            if mine.get(config.node_address(j)) != "UP"]
+                pending += [
+                    f"{name} (about {config.node_name(j)})" for j in others if mine.get(config.node_address(j)) != "UP"
+                ]
             if not pending:
                 if others:
                     self.log(f"peers see {name} {state.lower()} after {time.monotonic() - t0:.1f} s")
                 return
             if time.monotonic() - t0 > timeout:
-                raise ClusterError(f"{', '.join(pending)} still do(es) not see {name} {state} after {timeout} s; "
-                                   f"check the nodes' logs ('needle-cluster logs {i}')")
+                raise ClusterError(
+                    f"{', '.join(pending)} still do(es) not see {name} {state} after {timeout} s; "
+                    f"check the nodes' logs ('needle-cluster logs {i}')"
+                )
             time.sleep(0.25)
 
     # ---------------------------------------------------------- stop / kill
@@ -512,12 +592,16 @@ class Cluster:
                 self.log(f"{config.node_name(i)} did not stop within {timeout} s: sending SIGKILL")
                 procs.signal_pid(pid, procs.SIGKILL)
                 if not procs.wait_gone(pid, 30):
-                    raise ClusterError(f"{config.node_name(i)} (pid {pid}) survives SIGKILL; "
-                                       "check the process with 'ps' and the kernel log")
+                    raise ClusterError(
+                        f"{config.node_name(i)} (pid {pid}) survives SIGKILL; "
+                        "check the process with 'ps' and the kernel log"
+                    )
             (d / "node.pid").unlink(missing_ok=True)
             self._wait_ports_closed([i])
-            self.log(f"{config.node_name(i)} {'killed' if sig == procs.SIGKILL else 'stopped'} "
-                     f"in {time.monotonic() - t0:.1f} s")
+            self.log(
+                f"{config.node_name(i)} {'killed' if sig == procs.SIGKILL else 'stopped'} "
+                f"in {time.monotonic() - t0:.1f} s"
+            )
         return [i for i, _, _ in targets]
 
     def down(self, keep=False, kill=False):
@@ -533,8 +617,9 @@ class Cluster:
             self._stop_nodes(list(range(1, self.size + 1)), sig=procs.SIGKILL if kill else procs.SIGTERM)
             left = [i for i in range(1, self.size + 1) if self.pid(i)]
             if left:
-                raise ClusterError(f"{', '.join(map(config.node_name, left))} still running; "
-                                   "run 'needle-cluster down' again")
+                raise ClusterError(
+                    f"{', '.join(map(config.node_name, left))} still running; run 'needle-cluster down' again"
+                )
             self._wait_ports_closed()
             if not keep:
                 shutil.rmtree(self.dir)
@@ -544,9 +629,11 @@ class Cluster:
     def _wait_ports_closed(self, nodes=None, timeout=10):
         deadline = time.monotonic() + timeout
         for i in nodes or range(1, self.size + 1):
-            for host, port in ((config.node_address(i), config.NATIVE_PORT),
-                               (config.node_address(i), config.STORAGE_PORT),
-                               ("127.0.0.1", config.jmx_port(i))):
+            for host, port in (
+                (config.node_address(i), config.NATIVE_PORT),
+                (config.node_address(i), config.STORAGE_PORT),
+                ("127.0.0.1", config.jmx_port(i)),
+            ):
                 while not procs.port_free(host, port) and time.monotonic() < deadline:
                     time.sleep(0.1)
 
@@ -566,13 +653,20 @@ class Cluster:
             pid = self.pid(i)
             addr = config.node_address(i)
             cql = pid is not None and procs.port_open(addr, config.NATIVE_PORT)
-            nodes.append({
-                "name": config.node_name(i), "number": i, "address": addr,
-                "state": "up" if cql else ("starting" if pid else "down"), "pid": pid,
-                "native_port": config.NATIVE_PORT, "storage_port": config.STORAGE_PORT,
-                "jmx_port": config.jmx_port(i), "dir": str(self.node_dir(i)),
-                "log": str(self.node_dir(i) / "logs" / "system.log"),
-            })
+            nodes.append(
+                {
+                    "name": config.node_name(i),
+                    "number": i,
+                    "address": addr,
+                    "state": "up" if cql else ("starting" if pid else "down"),
+                    "pid": pid,
+                    "native_port": config.NATIVE_PORT,
+                    "storage_port": config.STORAGE_PORT,
+                    "jmx_port": config.jmx_port(i),
+                    "dir": str(self.node_dir(i)),
+                    "log": str(self.node_dir(i) / "logs" / "system.log"),
+                }
+            )
         if ring:
             view = {}
             up = [n["number"] for n in nodes if n["state"] == "up"]
@@ -580,8 +674,15 @@ class Cluster:
                 view = self._ring_view(up[0])
             for n in nodes:
                 n["ring"] = view.get(n["address"])
-        return {"name": m["name"], "dir": str(self.dir), "version": m["version"], "nodes": nodes,
-                "needle": m.get("needle"), "jvm_opts": m.get("jvm_opts", []), "heap": m.get("heap")}
+        return {
+            "name": m["name"],
+            "dir": str(self.dir),
+            "version": m["version"],
+            "nodes": nodes,
+            "needle": m.get("needle"),
+            "jvm_opts": m.get("jvm_opts", []),
+            "heap": m.get("heap"),
+        }
 
     def nodetool_command(self, node, *args):
         """The java command line of ``nodetool ARGS`` against ``node``."""
@@ -599,19 +700,28 @@ class Cluster:
         i = self.node(node)
         if check and not self.pid(i):
             raise ClusterError(f"{config.node_name(i)} is down; start it with 'needle-cluster start {i}'")
-        res = subprocess.run(self.nodetool_command(i, *args), capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL)
+        res = subprocess.run(self.nodetool_command(i, *args), capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if check and res.returncode != 0:
-            raise ClusterError(f"nodetool {' '.join(args)} on {config.node_name(i)} failed "
-                               f"(exit {res.returncode}): {res.stderr.strip()[-300:]}")
+            raise ClusterError(
+                f"nodetool {' '.join(args)} on {config.node_name(i)} failed "
+                f"(exit {res.returncode}): {res.stderr.strip()[-300:]}"
+            )
         return res.stdout
 
     def cqlsh_command(self, node, *args):
         """The cqlsh command line connected to ``node`` (cqlsh installed on first use)."""
         i = self.node(node)
         exe = runtime.ensure_cqlsh(log=self.log)
-        return [str(exe), config.node_address(i), str(config.NATIVE_PORT),
-                "--connect-timeout", "20", "--request-timeout", "30", *args]
+        return [
+            str(exe),
+            config.node_address(i),
+            str(config.NATIVE_PORT),
+            "--connect-timeout",
+            "20",
+            "--request-timeout",
+            "30",
+            *args,
+        ]
 
     def cql(self, node, statement, check=True):
         """Run CQL (one or more ';'-separated statements, cqlsh commands allowed) on a node.
@@ -622,11 +732,11 @@ class Cluster:
         i = self.node(node)
         if not self.is_up(i):
             raise ClusterError(f"{config.node_name(i)} is not up; start it with 'needle-cluster start {i}'")
-        res = subprocess.run(self.cqlsh_command(i, "-e", statement), capture_output=True, text=True,
-                             stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            self.cqlsh_command(i, "-e", statement), capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
         if check and res.returncode != 0:
-            raise ClusterError(f"CQL on {config.node_name(i)} failed: "
-                               f"{(res.stderr or res.stdout).strip()[-500:]}")
+            raise ClusterError(f"CQL on {config.node_name(i)} failed: {(res.stderr or res.stdout).strip()[-500:]}")
         return res.stdout
 
     # ------------------------------------------------------ context manager

@@ -28,33 +28,60 @@ MARKER = "-Dneedle.node.dir="
 
 # Module access Cassandra needs on Java 11/17 (as in its jvm17-server.options).
 JPMS_OPTIONS = [
-    "--add-exports", "java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports", "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
-    "--add-exports", "java.rmi/sun.rmi.registry=ALL-UNNAMED",
-    "--add-exports", "java.rmi/sun.rmi.server=ALL-UNNAMED",
-    "--add-exports", "java.sql/java.sql=ALL-UNNAMED",
-    "--add-exports", "java.base/java.lang.ref=ALL-UNNAMED",
-    "--add-exports", "jdk.unsupported/sun.misc=ALL-UNNAMED",
-    "--add-exports", "jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
-    "--add-exports", "jdk.attach/sun.tools.attach=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang.module=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.loader=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.reflect=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.math=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.module=ALL-UNNAMED",
-    "--add-opens", "java.base/jdk.internal.util.jar=ALL-UNNAMED",
-    "--add-opens", "jdk.management/com.sun.management.internal=ALL-UNNAMED",
-    "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens", "java.base/java.io=ALL-UNNAMED",
-    "--add-opens", "java.base/java.nio=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang.reflect=ALL-UNNAMED",
-    "--add-opens", "jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
-    "--add-opens", "java.base/java.lang=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
-    "--add-opens", "java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-    "--add-opens", "java.base/java.net=ALL-UNNAMED",
+    "--add-exports",
+    "java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports",
+    "java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED",
+    "--add-exports",
+    "java.rmi/sun.rmi.registry=ALL-UNNAMED",
+    "--add-exports",
+    "java.rmi/sun.rmi.server=ALL-UNNAMED",
+    "--add-exports",
+    "java.sql/java.sql=ALL-UNNAMED",
+    "--add-exports",
+    "java.base/java.lang.ref=ALL-UNNAMED",
+    "--add-exports",
+    "jdk.unsupported/sun.misc=ALL-UNNAMED",
+    "--add-exports",
+    "jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED",
+    "--add-exports",
+    "jdk.attach/sun.tools.attach=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.lang.module=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.loader=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.reflect=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.math=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.module=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.util.jar=ALL-UNNAMED",
+    "--add-opens",
+    "jdk.management/com.sun.management.internal=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.io=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.lang.reflect=ALL-UNNAMED",
+    "--add-opens",
+    "jdk.compiler/com.sun.tools.javac=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.lang=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.concurrent=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/java.net=ALL-UNNAMED",
 ]
 
 
@@ -83,8 +110,8 @@ def initial_tokens(i, n, num_tokens=NUM_TOKENS):
     bootstrap one after another and key placement is the same on every run.
     """
     total = n * num_tokens
-    step = (2 ** 64) // total
-    return [-(2 ** 63) + (j * n + (i - 1)) * step for j in range(num_tokens)]
+    step = (2**64) // total
+    return [-(2**63) + (j * n + (i - 1)) * step for j in range(num_tokens)]
 
 
 def _q(value):
@@ -126,8 +153,11 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, to
         ("commitlog_sync_period", "10000ms"),
         ("commitlog_segment_size", "32MiB"),
         ("commitlog_total_space", "512MiB"),
-        ("seed_provider", "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider"
-                          f"\n    parameters:\n      - seeds: \"{seeds(token_nodes)}\""),
+        (
+            "seed_provider",
+            "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider"
+            f'\n    parameters:\n      - seeds: "{seeds(token_nodes)}"',
+        ),
         ("listen_address", addr),
         ("broadcast_address", addr),
         ("rpc_address", addr),
@@ -154,7 +184,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, to
     merged = {k: v for k, v in settings if v is not None}
     for key, value in (overrides or {}).items():
         merged[key] = value
-    lines = ["# Written by needle-cluster for node%d; regenerated on every start." % i]
+    lines = [f"# Written by needle-cluster for node{i}; regenerated on every start."]
     for key, value in merged.items():
         sep = ":" if value.startswith("\n") else ": "
         lines.append(f"{key}{sep}{value}")
@@ -180,13 +210,15 @@ def logback_xml(node_dir):
     <encoder><pattern>{pattern}</pattern></encoder>
   </appender>
 """
+
     pattern = "%-5level [%thread] %date{ISO8601} %F:%L - %msg%n"
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            "<!-- Written by needle-cluster. -->\n"
-            '<configuration scan="false" debug="false">\n'
-            + rolling("SYSTEMLOG", logs / "system.log", "INFO", pattern)
-            + rolling("DEBUGFILE", logs / "debug.log", "DEBUG", pattern)
-            + """  <appender name="DEBUGLOG" class="ch.qos.logback.classic.AsyncAppender">
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        "<!-- Written by needle-cluster. -->\n"
+        '<configuration scan="false" debug="false">\n'
+        + rolling("SYSTEMLOG", logs / "system.log", "INFO", pattern)
+        + rolling("DEBUGFILE", logs / "debug.log", "DEBUG", pattern)
+        + """  <appender name="DEBUGLOG" class="ch.qos.logback.classic.AsyncAppender">
     <queueSize>1024</queueSize>
     <discardingThreshold>0</discardingThreshold>
     <includeCallerData>true</includeCallerData>
@@ -199,7 +231,8 @@ def logback_xml(node_dir):
   <logger name="org.apache.cassandra" level="DEBUG" />
   <logger name="dev.needle" level="DEBUG" />
 </configuration>
-""")
+"""
+    )
 
 
 def tools_logback_xml():
@@ -226,18 +259,22 @@ def classpath(node_dir, jars, needle_jar=None):
     return ":".join(parts)
 
 
-def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None,
-                 query_handler=None, jvm_opts=()):
+def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, query_handler=None, jvm_opts=()):
     """The full java command line that runs node i from ``node_dir``."""
     d = Path(node_dir)
     jamm = [j for j in jars if Path(j).name.startswith("jamm-")]
     cmd = [
         str(java),
-        f"-Xms{heap}", f"-Xmx{heap}",
-        "-XX:+UseG1GC", "-XX:+ParallelRefProcEnabled", "-XX:MaxGCPauseMillis=300",
-        "-XX:+PerfDisableSharedMem", "-XX:+ExitOnOutOfMemoryError",
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:+ParallelRefProcEnabled",
+        "-XX:MaxGCPauseMillis=300",
+        "-XX:+PerfDisableSharedMem",
+        "-XX:+ExitOnOutOfMemoryError",
         f"-XX:ErrorFile={d / 'logs' / 'hs_err_%p.log'}",
-        "-ea", "-da:net.openhft...",
+        "-ea",
+        "-da:net.openhft...",
         "-Djava.net.preferIPv4Stack=true",
         "-Djdk.attach.allowAttachSelf=true",
         *JPMS_OPTIONS,
@@ -269,10 +306,20 @@ def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None,
 def nodetool_command(java, jars, tools_logback, i, args):
     """java command line running nodetool against node i's JMX port."""
     return [
-        str(java), "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        str(java),
+        "-Xms64m",
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
         "-Djava.net.preferIPv4Stack=true",
         *JPMS_OPTIONS,
         f"-Dlogback.configurationFile={tools_logback}",
-        "-cp", ":".join(str(j) for j in jars), NODETOOL_CLASS,
-        "-h", "127.0.0.1", "-p", str(jmx_port(i)), *args,
+        "-cp",
+        ":".join(str(j) for j in jars),
+        NODETOOL_CLASS,
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(jmx_port(i)),
+        *args,
     ]

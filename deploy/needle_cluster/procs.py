@@ -153,7 +153,7 @@ def port_holder(host, port):
         pid = int(m.group(2))
         desc = f"pid {pid} ({m.group(1)})"
         args = cmdline(pid) or []
-        marker = [a[len(MARKER):] for a in args if a.startswith(MARKER)]
+        marker = [a[len(MARKER) :] for a in args if a.startswith(MARKER)]
         if marker:
             desc += f", the Cassandra of {marker[0]}"
         elif MAIN_CLASS in args:

@@ -75,13 +75,15 @@ def find_java():
     else:
         java = shutil.which("java")
     if not java:
-        raise ClusterError("Java not found (no $JAVA_HOME/bin/java, no java on PATH); "
-                           "install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) "
-                           "or set JAVA_HOME")
+        raise ClusterError(
+            "Java not found (no $JAVA_HOME/bin/java, no java on PATH); "
+            "install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) "
+            "or set JAVA_HOME"
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except OSError as e:
-        raise ClusterError(f"cannot run {java}: {e}; set JAVA_HOME to a JDK 17")
+        raise ClusterError(f"cannot run {java}: {e}; set JAVA_HOME to a JDK 17") from e
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not m:
         raise ClusterError(f"cannot tell the version of {java}; set JAVA_HOME to a JDK 17")
@@ -89,8 +91,9 @@ def find_java():
     if major == 1 and m.group(2):  # "1.8.0_x" style
         major = int(m.group(2))
     if major not in SUPPORTED_JAVA:
-        raise ClusterError(f"Cassandra 5.0 runs on Java 11 or 17, but {java} is Java {major}; "
-                           "set JAVA_HOME to a JDK 17")
+        raise ClusterError(
+            f"Cassandra 5.0 runs on Java 11 or 17, but {java} is Java {major}; set JAVA_HOME to a JDK 17"
+        )
     return java, major
 
 
@@ -127,8 +130,10 @@ def resolve_cassandra(version, log=None):
             return jars
         mvn = shutil.which(os.environ.get("MVN", "mvn"))
         if not mvn:
-            raise ClusterError(f"Maven (mvn) not found, and Cassandra {version} is not cached in {d}; "
-                               "install Maven 3 (apt-get install maven) and try again")
+            raise ClusterError(
+                f"Maven (mvn) not found, and Cassandra {version} is not cached in {d}; "
+                "install Maven 3 (apt-get install maven) and try again"
+            )
         if log:
             log(f"resolving Cassandra {version} from Maven Central into {d} (first use only) ...")
         t0 = time.monotonic()
@@ -137,14 +142,28 @@ def resolve_cassandra(version, log=None):
         work.mkdir(parents=True)
         (work / "pom.xml").write_text(_POM.format(version=version))
         extra = os.environ.get("NEEDLE_MVN_ARGS", "").split()
-        cmd = [mvn, "-B", "-q", "-ntp", "-Dstyle.color=never", *extra, "-f", str(work / "pom.xml"),
-               f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-               "-DincludeScope=runtime", f"-DoutputDirectory={work / 'lib'}"]
+        cmd = [
+            mvn,
+            "-B",
+            "-q",
+            "-ntp",
+            "-Dstyle.color=never",
+            *extra,
+            "-f",
+            str(work / "pom.xml"),
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={work / 'lib'}",
+        ]
         out = ""
         ok = False
         for offline in (True, False):
-            res = subprocess.run(cmd[:1] + (["-o"] if offline else []) + cmd[1:],
-                                 capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            res = subprocess.run(
+                cmd[:1] + (["-o"] if offline else []) + cmd[1:],
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
             out = res.stdout + res.stderr
             if res.returncode == 0 and list((work / "lib").glob("cassandra-all-*.jar")):
                 ok = True
@@ -167,20 +186,29 @@ def resolve_cassandra(version, log=None):
 
 def _maven_error(version, out, d):
     last = " ".join(out.strip().splitlines()[-3:])[:400]
-    network = re.search(r"Could not transfer|UnknownHost|Unknown host|Connection refused|"
-                        r"Connect to .* failed|timed out|Network is unreachable|"
-                        r"No route to host|Temporary failure in name resolution", out)
+    network = re.search(
+        r"Could not transfer|UnknownHost|Unknown host|Connection refused|"
+        r"Connect to .* failed|timed out|Network is unreachable|"
+        r"No route to host|Temporary failure in name resolution",
+        out,
+    )
     if network:
-        return ClusterError(f"Maven Central is unreachable, so Cassandra {version} could not be downloaded "
-                            f"and no cached copy is in {d} (a cached copy would be used if present); "
-                            "restore network access to Maven Central and try again")
+        return ClusterError(
+            f"Maven Central is unreachable, so Cassandra {version} could not be downloaded "
+            f"and no cached copy is in {d} (a cached copy would be used if present); "
+            "restore network access to Maven Central and try again"
+        )
     if re.search(r"Could not find artifact|was not found in|could not be resolved", out):
-        return ClusterError(f"Cassandra {version} is not on Maven Central "
-                            f"(org.apache.cassandra:cassandra-all:{version}); "
-                            f"use a released version such as {DEFAULT_VERSION} with --version",
-                            code=2)
-    return ClusterError(f"Maven failed to resolve Cassandra {version}: {last}; "
-                        "run the same again with NEEDLE_MVN_ARGS=-X for details", details=out[-3000:])
+        return ClusterError(
+            f"Cassandra {version} is not on Maven Central "
+            f"(org.apache.cassandra:cassandra-all:{version}); "
+            f"use a released version such as {DEFAULT_VERSION} with --version",
+            code=2,
+        )
+    return ClusterError(
+        f"Maven failed to resolve Cassandra {version}: {last}; run the same again with NEEDLE_MVN_ARGS=-X for details",
+        details=out[-3000:],
+    )
 
 
 def cqlsh_venv():
@@ -219,19 +247,33 @@ def ensure_cqlsh(log=None):
         # A venv cannot be moved after creation, so it is built in place and
         # marked complete at the end; a half-built one is removed on failure.
         shutil.rmtree(venv, ignore_errors=True)
-        steps = [[sys.executable, "-m", "venv", str(venv)],
-                 [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                  "--disable-pip-version-check", f"cqlsh=={CQLSH_VERSION}"]]
+        steps = [
+            [sys.executable, "-m", "venv", str(venv)],
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                f"cqlsh=={CQLSH_VERSION}",
+            ],
+        ]
         for step in steps:
             res = subprocess.run(step, capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if res.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
                 text = res.stdout + res.stderr
-                why = ("PyPI is unreachable" if re.search(r"connection|resolve|network|timed out", text, re.I)
-                       else f"'{' '.join(step[:4])} ...' failed")
-                raise ClusterError(f"could not install cqlsh {CQLSH_VERSION}: {why}; "
-                                   "check access to PyPI (and that python3-venv is installed) and try again",
-                                   details=text[-3000:])
+                why = (
+                    "PyPI is unreachable"
+                    if re.search(r"connection|resolve|network|timed out", text, re.I)
+                    else f"'{' '.join(step[:4])} ...' failed"
+                )
+                raise ClusterError(
+                    f"could not install cqlsh {CQLSH_VERSION}: {why}; "
+                    "check access to PyPI (and that python3-venv is installed) and try again",
+                    details=text[-3000:],
+                )
         _write_launcher(venv)
         marker.write_text(CQLSH_VERSION + "\n")
         return exe

@@ -20,8 +20,14 @@ from needle_cluster.config import MARKER  # noqa: E402
 def run(cluster_dir, *args, env=None, timeout=600):
     """Run needle-cluster with --dir; return the CompletedProcess (text, captured)."""
     cmd = [sys.executable, str(TOOL), "--dir", str(cluster_dir), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=env if env is not None else os.environ.copy(), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env if env is not None else os.environ.copy(),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def ok(cluster_dir, *args, **kw):
@@ -50,8 +56,9 @@ def node_processes(cluster_dir):
 def assert_all_gone(cluster_dir, pids, nodes):
     """No process of the cluster (by pid and by command line) and no open node port."""
     for pid in pids:
-        assert procs.cmdline(pid) is None or not any(a.startswith(MARKER) for a in procs.cmdline(pid)), \
+        assert procs.cmdline(pid) is None or not any(a.startswith(MARKER) for a in procs.cmdline(pid)), (
             f"pid {pid} still runs"
+        )
     assert node_processes(cluster_dir) == []
     for i in range(1, nodes + 1):
         for host, port in ((f"127.0.0.{i}", 9042), (f"127.0.0.{i}", 7000), ("127.0.0.1", 7199 + (i - 1) * 10)):

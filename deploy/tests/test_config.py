@@ -12,9 +12,16 @@ JARS = ["/cache/lib/cassandra-all-5.0.9.jar", "/cache/lib/jamm-0.4.0.jar"]
 
 
 def test_needle_jar_and_options_land_on_the_command_line(tmp_path):
-    cmd = config.node_command("/usr/bin/java", JARS, tmp_path / "node2", 2, heap="512M",
-                              needle_jar="/x/needle.jar", query_handler="dev.needle.cassandra.NeedleQueryHandler",
-                              jvm_opts=["-Dneedle.extra=1"])
+    cmd = config.node_command(
+        "/usr/bin/java",
+        JARS,
+        tmp_path / "node2",
+        2,
+        heap="512M",
+        needle_jar="/x/needle.jar",
+        query_handler="dev.needle.cassandra.NeedleQueryHandler",
+        jvm_opts=["-Dneedle.extra=1"],
+    )
     cp = cmd[cmd.index("-cp") + 1].split(":")
     assert cp[-1] == "/x/needle.jar", "the plugin goes after Cassandra's jars"
     assert set(JARS) <= set(cp)
@@ -63,16 +70,17 @@ def test_tokens_are_distinct_and_balanced():
     n = 3
     tokens = sorted(t for i in range(1, n + 1) for t in config.initial_tokens(i, n))
     assert len(set(tokens)) == n * config.NUM_TOKENS
-    assert all(-(2 ** 63) <= t < 2 ** 63 for t in tokens)
-    gaps = {b - a for a, b in zip(tokens, tokens[1:])}
+    assert all(-(2**63) <= t < 2**63 for t in tokens)
+    gaps = {b - a for a, b in zip(tokens, tokens[1:], strict=False)}
     assert len(gaps) == 1, "equal spacing"
 
 
 def test_node_names(tmp_path):
     d = tmp_path / "c"
     d.mkdir()
-    (d / "cluster.json").write_text(json.dumps({"tool": "needle-cluster", "format": 1, "name": "needle",
-                                                "version": "5.0.9", "nodes": 3}))
+    (d / "cluster.json").write_text(
+        json.dumps({"tool": "needle-cluster", "format": 1, "name": "needle", "version": "5.0.9", "nodes": 3})
+    )
     c = Cluster(d, log=None)
     assert [c.node("2"), c.node("node3"), c.node(1), c.node("NODE1")] == [2, 3, 1, 1]
     for bad in ("0", "4", "node", "nodeX", "-1"):

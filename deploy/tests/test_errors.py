@@ -84,8 +84,15 @@ def test_recycled_pid_is_never_signalled(cluster_dir):
 
 def test_unknown_node_exits_2(cluster_dir):
     _cluster_json(cluster_dir, name="needle")
-    for args in (["stop", "4"], ["kill", "node0"], ["start", "nodeX"], ["restart", "9"],
-                 ["cql", "5", "-e", "SELECT 1"], ["nodetool", "7", "status"], ["logs", "node4"]):
+    for args in (
+        ["stop", "4"],
+        ["kill", "node0"],
+        ["start", "nodeX"],
+        ["restart", "9"],
+        ["cql", "5", "-e", "SELECT 1"],
+        ["nodetool", "7", "status"],
+        ["logs", "node4"],
+    ):
         res = run(cluster_dir, *args)
         assert res.returncode == 2, args
         assert "unknown node" in _error_line(res) and "node1..node3" in res.stderr
@@ -100,7 +107,7 @@ def test_missing_and_wrong_java(cluster_dir, tmp_path):
     fake = tmp_path / "jdk21"
     (fake / "bin").mkdir(parents=True)
     java = fake / "bin" / "java"
-    java.write_text('#!/bin/sh\necho \'openjdk version "21.0.2" 2024-01-16\' >&2\n')
+    java.write_text("#!/bin/sh\necho 'openjdk version \"21.0.2\" 2024-01-16' >&2\n")
     java.chmod(java.stat().st_mode | stat.S_IEXEC)
     res = run(cluster_dir, "up", "-n", "1", env=dict(os.environ, JAVA_HOME=str(fake)))
     assert res.returncode == 1
@@ -115,8 +122,11 @@ def test_maven_central_unreachable(cluster_dir, tmp_path):
     settings = tmp_path / "settings.xml"
     settings.write_text("""<settings><mirrors><mirror><id>down</id><mirrorOf>*</mirrorOf>
       <url>http://127.0.0.1:9/maven2</url></mirror></mirrors></settings>""")
-    env = dict(os.environ, NEEDLE_CACHE=str(tmp_path / "cache"),
-               NEEDLE_MVN_ARGS=f"-s {settings} -Dmaven.repo.local={tmp_path / 'm2'}")
+    env = dict(
+        os.environ,
+        NEEDLE_CACHE=str(tmp_path / "cache"),
+        NEEDLE_MVN_ARGS=f"-s {settings} -Dmaven.repo.local={tmp_path / 'm2'}",
+    )
     res = run(cluster_dir, "up", "-n", "1", env=env)
     assert res.returncode == 1
     line = _error_line(res)

@@ -15,8 +15,17 @@ def _dummy_jar(path):
 
 def test_one_node_lifecycle(cluster_dir, tmp_path):
     jar = _dummy_jar(tmp_path / "needle-dummy.jar")
-    res = ok(cluster_dir, "up", "-n", "1", "--with-needle", str(jar), "--query-handler", "",
-             "--jvm-opt=-Dneedle.test.marker=42")
+    res = ok(
+        cluster_dir,
+        "up",
+        "-n",
+        "1",
+        "--with-needle",
+        str(jar),
+        "--query-handler",
+        "",
+        "--jvm-opt=-Dneedle.test.marker=42",
+    )
     assert "node1 up in" in res.stderr
 
     st = status(cluster_dir)
@@ -37,10 +46,15 @@ def test_one_node_lifecycle(cluster_dir, tmp_path):
     assert again.returncode == 2 and "already running" in again.stderr
     assert status(cluster_dir)["nodes"][0]["pid"] == pid
 
-    ok(cluster_dir, "cql", "1", "-e",
-       "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};"
-       "CREATE TABLE ks.t (k int PRIMARY KEY, v text);"
-       "INSERT INTO ks.t (k, v) VALUES (1, 'needle-one');")
+    ok(
+        cluster_dir,
+        "cql",
+        "1",
+        "-e",
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};"
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v text);"
+        "INSERT INTO ks.t (k, v) VALUES (1, 'needle-one');",
+    )
     out = ok(cluster_dir, "cql", "node1", "-e", "SELECT v FROM ks.t WHERE k = 1;").stdout
     assert "needle-one" in out and "(1 rows)" in out
     bad = run(cluster_dir, "cql", "1", "-e", "SELECT * FROM nope.t;")
@@ -48,8 +62,10 @@ def test_one_node_lifecycle(cluster_dir, tmp_path):
 
     assert "UN  127.0.0.1" in ok(cluster_dir, "nodetool", "1", "status").stdout
     assert status(cluster_dir, "--ring")["nodes"][0]["ring"] == "UN"
-    assert "Starting" in ok(cluster_dir, "logs", "1", "-n", "500").stdout or \
-        "CassandraDaemon" in ok(cluster_dir, "logs", "1", "-n", "500").stdout
+    assert (
+        "Starting" in ok(cluster_dir, "logs", "1", "-n", "500").stdout
+        or "CassandraDaemon" in ok(cluster_dir, "logs", "1", "-n", "500").stdout
+    )
 
     # A restart keeps the data; the node gets a new pid.
     ok(cluster_dir, "restart", "1")

@@ -20,7 +20,11 @@ impl ValueType {
     pub fn parse(self, s: &str) -> Result<Value, String> {
         match self {
             ValueType::String => Ok(Value::Str(s.to_string())),
-            ValueType::Int => s.trim().parse::<i64>().map(Value::Int).map_err(|e| format!("{s:?} is not a 64-bit integer: {e}")),
+            ValueType::Int => s
+                .trim()
+                .parse::<i64>()
+                .map(Value::Int)
+                .map_err(|e| format!("{s:?} is not a 64-bit integer: {e}")),
             ValueType::Hex => parse_hex(s.trim()).map(Value::Bytes),
         }
     }
@@ -49,5 +53,8 @@ fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
     if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!("{s:?} is not an even-length hexadecimal string"));
     }
-    Ok((0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect())
+    Ok((0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect())
 }

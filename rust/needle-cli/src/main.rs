@@ -10,7 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "needle", version, about = "Which of a million files may hold this value, in two reads")]
+#[command(
+    name = "needle",
+    version,
+    about = "Which of a million files may hold this value, in two reads"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -155,16 +159,30 @@ fn spinner(msg: &str) -> ProgressBar {
 
 fn bar(len: u64, msg: &str) -> ProgressBar {
     let pb = ProgressBar::new(len);
-    pb.set_style(ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} [{elapsed}<{eta}]").unwrap().progress_chars("=> "));
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} [{elapsed}<{eta}]")
+            .unwrap()
+            .progress_chars("=> "),
+    );
     pb.set_message(msg.to_string());
     pb
 }
 
 fn open_with(index: &PathBuf, read_only: bool) -> Result<Index, String> {
     if !index.join("MANIFEST").exists() {
-        return Err(format!("{} is not an index (no MANIFEST); create one with `needle create`", index.display()));
+        return Err(format!(
+            "{} is not an index (no MANIFEST); create one with `needle create`",
+            index.display()
+        ));
     }
-    Index::open(index, Options { read_only, ..Options::default() }).map_err(|e| e.to_string())
+    Index::open(
+        index,
+        Options {
+            read_only,
+            ..Options::default()
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn open(index: &PathBuf) -> Result<Index, String> {
@@ -177,19 +195,45 @@ fn open_ro(index: &PathBuf) -> Result<Index, String> {
 }
 
 fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>, String> {
-    values.iter().map(|s| ValueType::from(ty).parse(s)).collect()
+    values
+        .iter()
+        .map(|s| ValueType::from(ty).parse(s))
+        .collect()
 }
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.cmd {
-        Cmd::Create { index, buckets, fingerprint_bits } => {
-            Index::create(&index, Config { buckets, fingerprint_bits }, Options::default()).map_err(|e| e.to_string())?;
-            println!("created {} ({buckets} buckets, {fingerprint_bits}-bit fingerprints)", index.display());
+        Cmd::Create {
+            index,
+            buckets,
+            fingerprint_bits,
+        } => {
+            Index::create(
+                &index,
+                Config {
+                    buckets,
+                    fingerprint_bits,
+                },
+                Options::default(),
+            )
+            .map_err(|e| e.to_string())?;
+            println!(
+                "created {} ({buckets} buckets, {fingerprint_bits}-bit fingerprints)",
+                index.display()
+            );
         }
-        Cmd::Add { index, partition, file, ty } => {
+        Cmd::Add {
+            index,
+            partition,
+            file,
+            ty,
+        } => {
             let ix = open(&index)?;
             let reader: Box<dyn BufRead> = match &file {
-                Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(std::fs::File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?)),
+                Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(
+                    std::fs::File::open(p)
+                        .map_err(|e| format!("cannot open {}: {e}", p.display()))?,
+                )),
                 _ => Box::new(std::io::stdin().lock()),
             };
             let pb = spinner("reading values");
@@ -197,14 +241,17 @@ fn run(cli: Cli) -> Result<(), String> {
             for (n, line) in reader.lines().enumerate() {
                 let line = line.map_err(|e| format!("cannot read input: {e}"))?;
                 let line = line.strip_suffix('\r').unwrap_or(&line);
-                let v = ValueType::from(ty).parse(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+                let v = ValueType::from(ty)
+                    .parse(line)
+                    .map_err(|e| format!("line {}: {e}", n + 1))?;
                 hashes.push(v.hash());
                 if n % 65536 == 0 {
                     pb.set_position(n as u64);
                 }
             }
             pb.finish_and_clear();
-            ix.append_hashes(&partition, &hashes).map_err(|e| e.to_string())?;
+            ix.append_hashes(&partition, &hashes)
+                .map_err(|e| e.to_string())?;
             ix.flush().map_err(|e| e.to_string())?;
             ix.maybe_merge(8).map_err(|e| e.to_string())?;
             println!("added partition {partition:?} with {} values", hashes.len());
@@ -215,10 +262,16 @@ fn run(cli: Cli) -> Result<(), String> {
             ix.flush().map_err(|e| e.to_string())?;
             println!("removed partition {partition:?}");
         }
-        Cmd::DeleteValue { index, partition, values, ty } => {
+        Cmd::DeleteValue {
+            index,
+            partition,
+            values,
+            ty,
+        } => {
             let ix = open(&index)?;
             let vals = parse_all(ty, &values)?;
-            ix.delete_values(&partition, &vals).map_err(|e| e.to_string())?;
+            ix.delete_values(&partition, &vals)
+                .map_err(|e| e.to_string())?;
             ix.flush().map_err(|e| e.to_string())?;
             println!("deleted {} values from {partition:?}", vals.len());
         }
@@ -245,8 +298,15 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("values                {}", st.values);
             println!("slots                 {}", st.slots);
             println!("occupancy             {:.4}", st.occupancy);
-            println!("expected FPR          {:.3e} per partition (occupancy x 2b / (2^f - 1))", st.expected_fpr);
-            println!("bytes on disk         {} ({:.2} per value)", st.bytes_on_disk, st.bytes_on_disk as f64 / st.values.max(1) as f64);
+            println!(
+                "expected FPR          {:.3e} per partition (occupancy x 2b / (2^f - 1))",
+                st.expected_fpr
+            );
+            println!(
+                "bytes on disk         {} ({:.2} per value)",
+                st.bytes_on_disk,
+                st.bytes_on_disk as f64 / st.values.max(1) as f64
+            );
             if probes > 0 && st.distinct_ids > 0 {
                 let pb = bar(probes, "probing absent values");
                 let mut s = 0x5EED_u64;
@@ -256,7 +316,10 @@ fn run(cli: Cli) -> Result<(), String> {
                     let mut z = s;
                     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
                     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                    hits += ix.query_hash(z ^ (z >> 31)).map_err(|e| e.to_string())?.len() as u64;
+                    hits += ix
+                        .query_hash(z ^ (z >> 31))
+                        .map_err(|e| e.to_string())?
+                        .len() as u64;
                     if i % 4096 == 0 {
                         pb.set_position(i);
                     }
@@ -282,11 +345,24 @@ fn run(cli: Cli) -> Result<(), String> {
             ix.verify().map_err(|e| e.to_string())?;
             println!("ok");
         }
-        Cmd::IndexParquet { dir, column, row_groups, buckets, fingerprint_bits, index } => {
+        Cmd::IndexParquet {
+            dir,
+            column,
+            row_groups,
+            buckets,
+            fingerprint_bits,
+            index,
+        } => {
             if !matches!(fingerprint_bits, 8 | 16 | 32) {
                 return Err("--fingerprint-bits must be 8, 16 or 32".into());
             }
-            let o = IndexParquetOptions { column, row_groups, buckets, fingerprint_bits, index };
+            let o = IndexParquetOptions {
+                column,
+                row_groups,
+                buckets,
+                fingerprint_bits,
+                index,
+            };
             let mut pb: Option<ProgressBar> = None;
             let r = pq::index_dir(&dir, &o, |done, total, name| {
                 let p = pb.get_or_insert_with(|| bar(total as u64, "indexing"));
@@ -296,9 +372,17 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(p) = pb {
                 p.finish_and_clear();
             }
-            println!("indexed {} partitions ({} values); {} unchanged, {} removed", r.added, r.values, r.unchanged, r.removed);
+            println!(
+                "indexed {} partitions ({} values); {} unchanged, {} removed",
+                r.added, r.values, r.unchanged, r.removed
+            );
         }
-        Cmd::Lookup { dir, value, index, candidates_only } => {
+        Cmd::Lookup {
+            dir,
+            value,
+            index,
+            candidates_only,
+        } => {
             let r = pq::lookup(&dir, index.as_deref(), &value)?;
             eprintln!("{} candidate partitions", r.candidates.len());
             if candidates_only {

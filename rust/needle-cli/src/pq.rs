@@ -29,7 +29,12 @@ pub struct ParquetMeta {
 
 impl ParquetMeta {
     fn store(&self, index_dir: &Path) -> Result<(), String> {
-        let text = format!("column={}\ntype={}\ngranularity={}\n", self.column, self.kind.name(), if self.row_groups { "row-group" } else { "file" });
+        let text = format!(
+            "column={}\ntype={}\ngranularity={}\n",
+            self.column,
+            self.kind.name(),
+            if self.row_groups { "row-group" } else { "file" }
+        );
         let p = index_dir.join(META_FILE);
         std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
     }
@@ -37,7 +42,13 @@ impl ParquetMeta {
     /// Reads the description stored by [`index_dir`].
     pub fn load(index_dir: &Path) -> Result<ParquetMeta, String> {
         let p = index_dir.join(META_FILE);
-        let text = std::fs::read_to_string(&p).map_err(|e| format!("{} is not a Parquet index ({}: {e})", index_dir.display(), p.display()))?;
+        let text = std::fs::read_to_string(&p).map_err(|e| {
+            format!(
+                "{} is not a Parquet index ({}: {e})",
+                index_dir.display(),
+                p.display()
+            )
+        })?;
         let mut kv = BTreeMap::new();
         for line in text.lines() {
             if let Some((k, v)) = line.split_once('=') {
@@ -58,7 +69,8 @@ pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let rd = std::fs::read_dir(&d).map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
+        let rd = std::fs::read_dir(&d)
+            .map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
         for e in rd {
             let e = e.map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
             let p = e.path();
@@ -79,12 +91,21 @@ pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 fn open_reader(path: &Path) -> Result<SerializedFileReader<File>, String> {
     let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    SerializedFileReader::new(f).map_err(|e| format!("{} is not a readable Parquet file: {e}", path.display()))
+    SerializedFileReader::new(f)
+        .map_err(|e| format!("{} is not a readable Parquet file: {e}", path.display()))
 }
 
 /// The top-level field `column` of a file's schema and its value type.
-fn column_of(reader: &SerializedFileReader<File>, path: &Path, column: &str) -> Result<(TypePtr, ValueType), String> {
-    let root = reader.metadata().file_metadata().schema_descr().root_schema_ptr();
+fn column_of(
+    reader: &SerializedFileReader<File>,
+    path: &Path,
+    column: &str,
+) -> Result<(TypePtr, ValueType), String> {
+    let root = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema_ptr();
     let field = root
         .get_fields()
         .iter()
@@ -92,9 +113,14 @@ fn column_of(reader: &SerializedFileReader<File>, path: &Path, column: &str) -> 
         .cloned()
         .ok_or_else(|| {
             let names: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
-            format!("{} has no column {column:?} (columns: {})", path.display(), names.join(", "))
+            format!(
+                "{} has no column {column:?} (columns: {})",
+                path.display(),
+                names.join(", ")
+            )
         })?;
-    let kind = value_type(&field).map_err(|why| format!("column {column:?} of {}: {why}", path.display()))?;
+    let kind = value_type(&field)
+        .map_err(|why| format!("column {column:?} of {}: {why}", path.display()))?;
     Ok((field, kind))
 }
 
@@ -111,20 +137,35 @@ fn value_type(field: &Type) -> Result<ValueType, String> {
     let conv = info.converted_type();
     match field.get_physical_type() {
         PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY => {
-            let text = matches!(logical, Some(LogicalType::String | LogicalType::Enum | LogicalType::Json))
-                || matches!(conv, ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON);
-            if matches!(logical, Some(LogicalType::Decimal { .. })) || conv == ConvertedType::DECIMAL {
+            let text = matches!(
+                logical,
+                Some(LogicalType::String | LogicalType::Enum | LogicalType::Json)
+            ) || matches!(
+                conv,
+                ConvertedType::UTF8 | ConvertedType::ENUM | ConvertedType::JSON
+            );
+            if matches!(logical, Some(LogicalType::Decimal { .. }))
+                || conv == ConvertedType::DECIMAL
+            {
                 return Err("decimal columns are not supported".into());
             }
-            Ok(if text { ValueType::String } else { ValueType::Hex })
+            Ok(if text {
+                ValueType::String
+            } else {
+                ValueType::Hex
+            })
         }
         PhysicalType::INT32 | PhysicalType::INT64 => {
-            if matches!(logical, Some(LogicalType::Decimal { .. })) || conv == ConvertedType::DECIMAL {
+            if matches!(logical, Some(LogicalType::Decimal { .. }))
+                || conv == ConvertedType::DECIMAL
+            {
                 return Err("decimal columns are not supported".into());
             }
             Ok(ValueType::Int)
         }
-        t => Err(format!("type {t} is not supported (supported: strings, binary, integers)")),
+        t => Err(format!(
+            "type {t} is not supported (supported: strings, binary, integers)"
+        )),
     }
 }
 
@@ -143,13 +184,17 @@ pub fn field_value(f: &Field) -> Option<Value> {
         // Values above i64::MAX keep their bits: the canonical encoding is the same 8 bytes.
         Field::ULong(v) => Value::Int(*v as i64),
         Field::Date(v) | Field::TimeMillis(v) => Value::Int(*v as i64),
-        Field::TimeMicros(v) | Field::TimestampMillis(v) | Field::TimestampMicros(v) => Value::Int(*v),
+        Field::TimeMicros(v) | Field::TimestampMillis(v) | Field::TimestampMicros(v) => {
+            Value::Int(*v)
+        }
         _ => return None,
     })
 }
 
 fn column_value(row: &Row, column: &str) -> Option<Value> {
-    row.get_column_iter().find(|(n, _)| n.as_str() == column).and_then(|(_, f)| field_value(f))
+    row.get_column_iter()
+        .find(|(n, _)| n.as_str() == column)
+        .and_then(|(_, f)| field_value(f))
 }
 
 /// Partition id of a file (path relative to the directory) or of one of its row groups.
@@ -200,7 +245,11 @@ pub struct IndexReport {
 
 /// Indexes every Parquet file of `dir` not yet in the index on one column, and removes
 /// partitions whose file is gone. `progress` is called after each file with (done, total).
-pub fn index_dir(dir: &Path, o: &IndexParquetOptions, mut progress: impl FnMut(usize, usize, &str)) -> Result<IndexReport, String> {
+pub fn index_dir(
+    dir: &Path,
+    o: &IndexParquetOptions,
+    mut progress: impl FnMut(usize, usize, &str),
+) -> Result<IndexReport, String> {
     let files = parquet_files(dir)?;
     let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     // Check the column in every file first: a bad file fails the run before anything is written.
@@ -219,17 +268,33 @@ pub fn index_dir(dir: &Path, o: &IndexParquetOptions, mut progress: impl FnMut(u
         }
         if let Some(prev) = kind {
             if prev != k {
-                return Err(format!("column {:?} is {} in some files and {} in {}", o.column, prev.name(), k.name(), f.display()));
+                return Err(format!(
+                    "column {:?} is {} in some files and {} in {}",
+                    o.column,
+                    prev.name(),
+                    k.name(),
+                    f.display()
+                ));
             }
         }
         kind = Some(k);
     }
     let kind = kind.unwrap_or(ValueType::String);
-    let meta = ParquetMeta { column: o.column.clone(), kind, row_groups: o.row_groups };
+    let meta = ParquetMeta {
+        column: o.column.clone(),
+        kind,
+        row_groups: o.row_groups,
+    };
     let ix = if index_path.join("MANIFEST").exists() {
         let old = ParquetMeta::load(&index_path)?;
         if old != meta {
-            return Err(format!("{} indexes {:?} ({}), not {:?}; use another --index", index_path.display(), old.column, old.kind.name(), o.column));
+            return Err(format!(
+                "{} indexes {:?} ({}), not {:?}; use another --index",
+                index_path.display(),
+                old.column,
+                old.kind.name(),
+                o.column
+            ));
         }
         Index::open(&index_path, Options::default()).map_err(|e| e.to_string())?
     } else {
@@ -241,22 +306,54 @@ pub fn index_dir(dir: &Path, o: &IndexParquetOptions, mut progress: impl FnMut(u
                 ((median as f64 / 2.7).ceil() as u32).max(16)
             }
         };
-        let ix = Index::create(&index_path, Config { buckets, fingerprint_bits: o.fingerprint_bits }, Options::default()).map_err(|e| e.to_string())?;
+        let ix = Index::create(
+            &index_path,
+            Config {
+                buckets,
+                fingerprint_bits: o.fingerprint_bits,
+            },
+            Options::default(),
+        )
+        .map_err(|e| e.to_string())?;
         meta.store(&index_path)?;
         ix
     };
     let ix = Arc::new(ix);
-    let existing: HashSet<String> = ix.partitions().into_iter().filter(|p| !p.removed).map(|p| p.id).collect();
+    let existing: HashSet<String> = ix
+        .partitions()
+        .into_iter()
+        .filter(|p| !p.removed)
+        .map(|p| p.id)
+        .collect();
     let mut report = IndexReport::default();
     let mut present = HashSet::new();
     // A projection must carry the root's name to be accepted as a subset of the schema.
-    let projection_of = |root: &str, field: TypePtr| Type::group_type_builder(root).with_fields(vec![field]).build().map_err(|e| e.to_string());
+    let projection_of = |root: &str, field: TypePtr| {
+        Type::group_type_builder(root)
+            .with_fields(vec![field])
+            .build()
+            .map_err(|e| e.to_string())
+    };
     for (n, f) in files.iter().enumerate() {
-        let rel = f.strip_prefix(dir).unwrap_or(f).to_string_lossy().into_owned();
+        let rel = f
+            .strip_prefix(dir)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .into_owned();
         let r = &open_reader(f)?;
         let (field, _) = column_of(r, f, &o.column)?;
-        let root = r.metadata().file_metadata().schema_descr().root_schema().name().to_string();
-        let groups: Vec<Option<usize>> = if o.row_groups { (0..r.num_row_groups()).map(Some).collect() } else { vec![None] };
+        let root = r
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .root_schema()
+            .name()
+            .to_string();
+        let groups: Vec<Option<usize>> = if o.row_groups {
+            (0..r.num_row_groups()).map(Some).collect()
+        } else {
+            vec![None]
+        };
         for g in groups {
             let id = partition_id(&rel, g);
             present.insert(id.clone());
@@ -265,16 +362,22 @@ pub fn index_dir(dir: &Path, o: &IndexParquetOptions, mut progress: impl FnMut(u
                 continue;
             }
             let mut hashes = Vec::new();
-            let read_err = |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", f.display());
+            let read_err =
+                |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", f.display());
             let rows: Vec<Box<dyn Iterator<Item = parquet::errors::Result<Row>> + '_>> = match g {
                 Some(rg) => {
                     let rgr = r.get_row_group(rg).map_err(read_err)?;
-                    let it = rgr.get_row_iter(Some(projection_of(&root, field.clone())?)).map_err(read_err)?;
+                    let it = rgr
+                        .get_row_iter(Some(projection_of(&root, field.clone())?))
+                        .map_err(read_err)?;
                     // The row iterator borrows the row group reader: collect this group.
                     let rows: Vec<_> = it.collect();
                     vec![Box::new(rows.into_iter())]
                 }
-                None => vec![Box::new(r.get_row_iter(Some(projection_of(&root, field.clone())?)).map_err(read_err)?)],
+                None => vec![Box::new(
+                    r.get_row_iter(Some(projection_of(&root, field.clone())?))
+                        .map_err(read_err)?,
+                )],
             };
             for it in rows {
                 for row in it {
@@ -322,10 +425,19 @@ pub struct LookupResult {
 /// Finds the candidate files of `value` (text, parsed as the indexed column's type) and
 /// reads the matching rows from them.
 pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupResult, String> {
-    let index_path = index.map(Path::to_path_buf).unwrap_or_else(|| dir.join(INDEX_SUBDIR));
+    let index_path = index
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     let meta = ParquetMeta::load(&index_path)?;
     let v = meta.kind.parse(value)?;
-    let ix = Index::open(&index_path, Options { read_only: true, ..Options::default() }).map_err(|e| e.to_string())?;
+    let ix = Index::open(
+        &index_path,
+        Options {
+            read_only: true,
+            ..Options::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let candidates = ix.query(&v).map_err(|e| e.to_string())?;
     drop(ix);
     // Group row groups of one file so each file is opened once.
@@ -338,18 +450,25 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
     for (file, groups) in by_file {
         let path = dir.join(file);
         let r = open_reader(&path)?;
-        let read_err = |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", path.display());
+        let read_err =
+            |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", path.display());
         let md = r.metadata();
         // First row number of every row group.
         let mut starts = vec![0u64];
         for g in md.row_groups() {
             starts.push(starts.last().unwrap() + g.num_rows() as u64);
         }
-        let mut scan = |it: &mut dyn Iterator<Item = parquet::errors::Result<Row>>, first: u64| -> Result<(), String> {
+        let mut scan = |it: &mut dyn Iterator<Item = parquet::errors::Result<Row>>,
+                        first: u64|
+         -> Result<(), String> {
             for (i, row) in it.enumerate() {
                 let row = row.map_err(read_err)?;
                 if column_value(&row, &meta.column).as_ref() == Some(&v) {
-                    rows.push(FoundRow { file: file.to_string(), row: first + i as u64, text: row.to_string() });
+                    rows.push(FoundRow {
+                        file: file.to_string(),
+                        row: first + i as u64,
+                        text: row.to_string(),
+                    });
                 }
             }
             Ok(())

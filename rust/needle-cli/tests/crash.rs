@@ -22,7 +22,10 @@ impl Truth {
         match (w[1], acked) {
             ("append", true) => {
                 let (base, n): (i64, i64) = (w[3].parse().unwrap(), w[4].parse().unwrap());
-                self.live.entry(w[2].to_string()).or_default().extend(base..base + n);
+                self.live
+                    .entry(w[2].to_string())
+                    .or_default()
+                    .extend(base..base + n);
             }
             ("append", false) => {
                 // It may have reached the log before the kill: its partition may exist and
@@ -52,9 +55,15 @@ impl Truth {
         for (id, vals) in &self.live {
             for &v in vals {
                 let c = ix.query_hash(hash_i64(v)).unwrap();
-                assert!(c.contains(id), "false negative after kill -9: value {v} of {id}; got {c:?}");
+                assert!(
+                    c.contains(id),
+                    "false negative after kill -9: value {v} of {id}; got {c:?}"
+                );
                 for o in &c {
-                    assert!(self.live.contains_key(o) || self.maybe.contains(o), "removed partition {o} returned");
+                    assert!(
+                        self.live.contains_key(o) || self.maybe.contains(o),
+                        "removed partition {o} returned"
+                    );
                 }
                 n += 1;
             }
@@ -80,14 +89,22 @@ fn kill_9_loses_nothing_acknowledged() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+        let reader = std::thread::spawn(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .collect::<Vec<String>>()
+        });
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
         std::thread::sleep(Duration::from_millis(150 + rng % 600));
         child.kill().unwrap(); // SIGKILL
         let status = child.wait().unwrap();
-        assert!(!status.success(), "the torture process must only stop by the kill");
+        assert!(
+            !status.success(),
+            "the torture process must only stop by the kill"
+        );
         let lines = reader.join().unwrap();
         let mut pending: Option<&str> = None;
         for l in &lines {
@@ -103,9 +120,15 @@ fn kill_9_loses_nothing_acknowledged() {
         }
         let ix = Index::open(&ix_dir, Options::default()).unwrap();
         let checked = truth.check(&ix);
-        eprintln!("round {round}: {} lines, {checked} values checked", lines.len());
+        eprintln!(
+            "round {round}: {} lines, {checked} values checked",
+            lines.len()
+        );
     }
-    assert!(total_acks > 50, "too few operations acknowledged ({total_acks}) for a meaningful test");
+    assert!(
+        total_acks > 50,
+        "too few operations acknowledged ({total_acks}) for a meaningful test"
+    );
     let ix = Index::open(&ix_dir, Options::default()).unwrap();
     ix.flush().unwrap();
     ix.merge().unwrap();

@@ -18,32 +18,55 @@ const SCHEMA: &str = "message t { required int64 id; optional binary name (UTF8)
 fn generate(dir: &Path, files: usize, groups: usize, rows: usize) {
     let schema = Arc::new(parse_message_type(SCHEMA).unwrap());
     for f in 0..files {
-        let sub = if f % 2 == 0 { dir.to_path_buf() } else { dir.join("sub") };
+        let sub = if f % 2 == 0 {
+            dir.to_path_buf()
+        } else {
+            dir.join("sub")
+        };
         std::fs::create_dir_all(&sub).unwrap();
         let file = std::fs::File::create(sub.join(format!("part-{f:03}.parquet"))).unwrap();
-        let props = Arc::new(WriterProperties::builder().set_max_row_group_row_count(Some(rows)).build());
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_max_row_group_row_count(Some(rows))
+                .build(),
+        );
         let mut w = SerializedFileWriter::new(file, schema.clone(), props).unwrap();
         for g in 0..groups {
-            let ids: Vec<i64> = (0..rows).map(|r| ((f * 7919 + g * 104_729 + r * 31) % 5000) as i64).collect();
-            let names: Vec<ByteArray> = (0..rows).filter(|r| r % 5 != 0).map(|r| ByteArray::from(format!("user-{}", (f + r) % 700).as_str())).collect();
+            let ids: Vec<i64> = (0..rows)
+                .map(|r| ((f * 7919 + g * 104_729 + r * 31) % 5000) as i64)
+                .collect();
+            let names: Vec<ByteArray> = (0..rows)
+                .filter(|r| r % 5 != 0)
+                .map(|r| ByteArray::from(format!("user-{}", (f + r) % 700).as_str()))
+                .collect();
             let defs: Vec<i16> = (0..rows).map(|r| if r % 5 != 0 { 1 } else { 0 }).collect();
             let ns: Vec<i32> = (0..rows).map(|r| r as i32).collect();
-            let raws: Vec<ByteArray> = (0..rows).map(|r| ByteArray::from(vec![(r % 256) as u8, f as u8])).collect();
+            let raws: Vec<ByteArray> = (0..rows)
+                .map(|r| ByteArray::from(vec![(r % 256) as u8, f as u8]))
+                .collect();
             let mut rg = w.next_row_group().unwrap();
             let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<Int64Type>().write_batch(&ids, None, None).unwrap();
+            c.typed::<Int64Type>()
+                .write_batch(&ids, None, None)
+                .unwrap();
             c.close().unwrap();
             let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<ByteArrayType>().write_batch(&names, Some(&defs), None).unwrap();
+            c.typed::<ByteArrayType>()
+                .write_batch(&names, Some(&defs), None)
+                .unwrap();
             c.close().unwrap();
             let mut c = rg.next_column().unwrap().unwrap();
             c.typed::<Int32Type>().write_batch(&ns, None, None).unwrap();
             c.close().unwrap();
             let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<ByteArrayType>().write_batch(&raws, None, None).unwrap();
+            c.typed::<ByteArrayType>()
+                .write_batch(&raws, None, None)
+                .unwrap();
             c.close().unwrap();
             let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<parquet::data_type::DoubleType>().write_batch(&vec![0.5; rows], None, None).unwrap();
+            c.typed::<parquet::data_type::DoubleType>()
+                .write_batch(&vec![0.5; rows], None, None)
+                .unwrap();
             c.close().unwrap();
             rg.close().unwrap();
         }
@@ -58,10 +81,18 @@ fn full_scan(dir: &Path, column: &str, value: &needle_index::Value) -> Vec<pq::F
         let r = SerializedFileReader::new(std::fs::File::open(&f).unwrap()).unwrap();
         for (i, row) in r.get_row_iter(None).unwrap().enumerate() {
             let row = row.unwrap();
-            let hit = row.get_column_iter().any(|(n, fld)| n == column && !matches!(fld, Field::Null) && pq::field_value(fld).as_ref() == Some(value));
+            let hit = row.get_column_iter().any(|(n, fld)| {
+                n == column
+                    && !matches!(fld, Field::Null)
+                    && pq::field_value(fld).as_ref() == Some(value)
+            });
             if hit {
                 let rel = f.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.push(pq::FoundRow { file: rel, row: i as u64, text: row.to_string() });
+                out.push(pq::FoundRow {
+                    file: rel,
+                    row: i as u64,
+                    text: row.to_string(),
+                });
             }
         }
     }
@@ -70,7 +101,10 @@ fn full_scan(dir: &Path, column: &str, value: &needle_index::Value) -> Vec<pq::F
 }
 
 fn needle(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_needle")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_needle"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -79,7 +113,11 @@ fn lookups_return_exactly_the_rows_of_a_full_scan() {
     let dir = tmp.path();
     generate(dir, 8, 3, 400);
     let d = dir.to_str().unwrap();
-    for (column, granularity, index) in [("id", false, "ix-id"), ("name", true, "ix-name"), ("raw", false, "ix-raw")] {
+    for (column, granularity, index) in [
+        ("id", false, "ix-id"),
+        ("name", true, "ix-name"),
+        ("raw", false, "ix-raw"),
+    ] {
         let ixp = dir.join(".").join(format!(".{index}"));
         let ixs = ixp.to_str().unwrap();
         let mut args = vec!["index-parquet", d, "--column", column, "--index", ixs];
@@ -89,9 +127,28 @@ fn lookups_return_exactly_the_rows_of_a_full_scan() {
         let o = needle(&args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let probes: Vec<(String, needle_index::Value)> = match column {
-            "id" => (0..5200).step_by(37).map(|v: i64| (v.to_string(), needle_index::Value::Int(v))).collect(),
-            "name" => (0..720).step_by(13).map(|v| (format!("user-{v}"), needle_index::Value::Str(format!("user-{v}")))).collect(),
-            _ => (0..260).step_by(9).map(|v| (format!("{:02x}03", v % 256), needle_index::Value::Bytes(vec![(v % 256) as u8, 3]))).collect(),
+            "id" => (0..5200)
+                .step_by(37)
+                .map(|v: i64| (v.to_string(), needle_index::Value::Int(v)))
+                .collect(),
+            "name" => (0..720)
+                .step_by(13)
+                .map(|v| {
+                    (
+                        format!("user-{v}"),
+                        needle_index::Value::Str(format!("user-{v}")),
+                    )
+                })
+                .collect(),
+            _ => (0..260)
+                .step_by(9)
+                .map(|v| {
+                    (
+                        format!("{:02x}03", v % 256),
+                        needle_index::Value::Bytes(vec![(v % 256) as u8, 3]),
+                    )
+                })
+                .collect(),
         };
         let mut nonempty = 0;
         for (text, v) in &probes {
@@ -104,13 +161,25 @@ fn lookups_return_exactly_the_rows_of_a_full_scan() {
             }
             nonempty += !want.is_empty() as usize;
         }
-        assert!(nonempty > probes.len() / 3, "test values should mostly be present");
+        assert!(
+            nonempty > probes.len() / 3,
+            "test values should mostly be present"
+        );
     }
     // The CLI prints the same rows.
-    let o = needle(&["lookup", d, "42", "--index", dir.join(".ix-id").to_str().unwrap()]);
+    let o = needle(&[
+        "lookup",
+        d,
+        "42",
+        "--index",
+        dir.join(".ix-id").to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     let lines = String::from_utf8(o.stdout).unwrap().lines().count();
-    assert_eq!(lines, full_scan(dir, "id", &needle_index::Value::Int(42)).len());
+    assert_eq!(
+        lines,
+        full_scan(dir, "id", &needle_index::Value::Int(42)).len()
+    );
 }
 
 #[test]
@@ -119,14 +188,22 @@ fn reindexing_picks_up_new_and_removed_files() {
     let dir = tmp.path();
     generate(dir, 3, 1, 100);
     let d = dir.to_str().unwrap();
-    assert!(needle(&["index-parquet", d, "--column", "id"]).status.success());
+    assert!(needle(&["index-parquet", d, "--column", "id"])
+        .status
+        .success());
     std::fs::remove_file(dir.join("part-000.parquet")).unwrap();
     let o = needle(&["index-parquet", d, "--column", "id"]);
     assert!(o.status.success());
     let out = String::from_utf8(o.stdout).unwrap();
-    assert!(out.contains("0 partitions") && out.contains("2 unchanged, 1 removed"), "{out}");
+    assert!(
+        out.contains("0 partitions") && out.contains("2 unchanged, 1 removed"),
+        "{out}"
+    );
     for v in 0..300i64 {
-        assert_eq!(pq::lookup(dir, None, &v.to_string()).unwrap().rows, full_scan(dir, "id", &needle_index::Value::Int(v)));
+        assert_eq!(
+            pq::lookup(dir, None, &v.to_string()).unwrap().rows,
+            full_scan(dir, "id", &needle_index::Value::Int(v))
+        );
     }
 }
 
@@ -142,14 +219,19 @@ fn bad_input_gets_clear_errors() {
         String::from_utf8(o.stderr).unwrap()
     };
     let e = err(&["index-parquet", d, "--column", "nope"]);
-    assert!(e.contains("no column \"nope\"") && e.contains("part-000.parquet"), "{e}");
+    assert!(
+        e.contains("no column \"nope\"") && e.contains("part-000.parquet"),
+        "{e}"
+    );
     let e = err(&["index-parquet", d, "--column", "x"]);
     assert!(e.contains("not supported"), "{e}");
     std::fs::write(dir.join("broken.parquet"), b"not parquet at all").unwrap();
     let e = err(&["index-parquet", d, "--column", "id"]);
     assert!(e.contains("broken.parquet"), "{e}");
     std::fs::remove_file(dir.join("broken.parquet")).unwrap();
-    assert!(needle(&["index-parquet", d, "--column", "id"]).status.success());
+    assert!(needle(&["index-parquet", d, "--column", "id"])
+        .status
+        .success());
     let e = err(&["lookup", d, "not-a-number"]);
     assert!(e.contains("not a 64-bit integer"), "{e}");
     let e = err(&["lookup", "/nonexistent-dir", "1"]);

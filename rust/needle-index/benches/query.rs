@@ -16,14 +16,18 @@ fn scan(c: &mut Criterion) {
             continue;
         }
         for width in [1usize, 2, 4] {
-            g.bench_with_input(BenchmarkId::new(format!("{imp:?}"), width * 8), &width, |b, &w| {
-                let mut out = Vec::new();
-                b.iter(|| {
-                    out.clear();
-                    imp.scan(black_box(&row), w, 0xFFFF_FFFF, &mut out);
-                    black_box(out.len())
-                })
-            });
+            g.bench_with_input(
+                BenchmarkId::new(format!("{imp:?}"), width * 8),
+                &width,
+                |b, &w| {
+                    let mut out = Vec::new();
+                    b.iter(|| {
+                        out.clear();
+                        imp.scan(black_box(&row), w, 0xFFFF_FFFF, &mut out);
+                        black_box(out.len())
+                    })
+                },
+            );
         }
     }
     g.bench_function("crc32c", |b| b.iter(|| crc32c::crc32c(black_box(&row))));
@@ -35,13 +39,26 @@ fn build(c: &mut Criterion) {
     let mut g = c.benchmark_group("filter_build");
     g.sample_size(10);
     g.throughput(Throughput::Elements(hs.len() as u64));
-    g.bench_function("100k_values_38000_buckets", |b| b.iter(|| PartitionFilter::build(black_box(&hs), 38_000, 16)));
+    g.bench_function("100k_values_38000_buckets", |b| {
+        b.iter(|| PartitionFilter::build(black_box(&hs), 38_000, 16))
+    });
     g.finish();
 }
 
 fn query(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let ix = Index::create(dir.path(), Config { buckets: 4_000, fingerprint_bits: 16 }, Options { sync: false, ..Options::default() }).unwrap();
+    let ix = Index::create(
+        dir.path(),
+        Config {
+            buckets: 4_000,
+            fingerprint_bits: 16,
+        },
+        Options {
+            sync: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     for p in 0..200i64 {
         let hs: Vec<u64> = (p * 10_000..(p + 1) * 10_000).map(hash_i64).collect();
         ix.append_hashes(&format!("p{p}"), &hs).unwrap();

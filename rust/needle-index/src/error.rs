@@ -33,10 +33,16 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
-        Error::Io { path: path.to_path_buf(), source }
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
     pub(crate) fn corrupt(path: &Path, detail: impl Into<String>) -> Error {
-        Error::Corrupt { path: path.to_path_buf(), detail: detail.into() }
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: detail.into(),
+        }
     }
 }
 
@@ -44,7 +50,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Io { path, source } => write!(f, "I/O error on {}: {source}", path.display()),
-            Error::Corrupt { path, detail } => write!(f, "corrupt file {}: {detail}", path.display()),
+            Error::Corrupt { path, detail } => {
+                write!(f, "corrupt file {}: {detail}", path.display())
+            }
             Error::NotFound(m) => write!(f, "not found: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::Locked(p) => write!(f, "index {} is in use by another process", p.display()),
@@ -98,7 +106,10 @@ impl<'a> Dec<'a> {
     }
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         if self.buf.len() - self.pos < n {
-            return Err(Error::corrupt(self.path, format!("truncated: need {n} bytes at offset {}", self.pos)));
+            return Err(Error::corrupt(
+                self.path,
+                format!("truncated: need {n} bytes at offset {}", self.pos),
+            ));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -116,7 +127,8 @@ impl<'a> Dec<'a> {
     pub fn str(&mut self) -> Result<String> {
         let n = self.u32()? as usize;
         let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| Error::corrupt(self.path, "partition id is not UTF-8"))
+        String::from_utf8(b.to_vec())
+            .map_err(|_| Error::corrupt(self.path, "partition id is not UTF-8"))
     }
     pub fn done(&self) -> bool {
         self.pos == self.buf.len()
@@ -125,5 +137,7 @@ impl<'a> Dec<'a> {
 
 /// `fsync` of a directory, so a rename or a new file in it is durable.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
 }

@@ -49,7 +49,13 @@ pub struct PartitionFilter {
 impl PartitionFilter {
     /// An empty filter.
     pub fn empty(buckets: u32, bits: u32, slots: u32) -> PartitionFilter {
-        PartitionFilter { slots, buckets, bits, data: vec![0; buckets as usize * slots as usize], count: 0 }
+        PartitionFilter {
+            slots,
+            buckets,
+            bits,
+            data: vec![0; buckets as usize * slots as usize],
+            count: 0,
+        }
     }
 
     /// Builds a filter holding every hash in `hashes` (duplicates are stored as often as
@@ -70,7 +76,14 @@ impl PartitionFilter {
     /// nothing else (the other candidate bucket is `alt(bucket, fp)`). Used by merges to
     /// combine or shrink filters without the original values.
     pub fn build_from_slots(slots_in: &[(u32, u32)], buckets: u32, bits: u32) -> PartitionFilter {
-        let probes: Vec<Probe> = slots_in.iter().map(|&(b, fp)| Probe { fp, b1: b, b2: alt_bucket(b, fp, buckets) }).collect();
+        let probes: Vec<Probe> = slots_in
+            .iter()
+            .map(|&(b, fp)| Probe {
+                fp,
+                b1: b,
+                b2: alt_bucket(b, fp, buckets),
+            })
+            .collect();
         let mut slots = slots_for(probes.len() as u64, buckets);
         loop {
             if let Some(f) = Self::try_build_probes(&probes, buckets, bits, slots) {
@@ -81,11 +94,19 @@ impl PartitionFilter {
     }
 
     fn try_build(hashes: &[u64], buckets: u32, bits: u32, slots: u32) -> Option<PartitionFilter> {
-        let probes: Vec<Probe> = hashes.iter().map(|&h| Probe::new(h, buckets, bits)).collect();
+        let probes: Vec<Probe> = hashes
+            .iter()
+            .map(|&h| Probe::new(h, buckets, bits))
+            .collect();
         Self::try_build_probes(&probes, buckets, bits, slots)
     }
 
-    fn try_build_probes(probes: &[Probe], buckets: u32, bits: u32, slots: u32) -> Option<PartitionFilter> {
+    fn try_build_probes(
+        probes: &[Probe],
+        buckets: u32,
+        bits: u32,
+        slots: u32,
+    ) -> Option<PartitionFilter> {
         let mut f = PartitionFilter::empty(buckets, bits, slots);
         if probes.is_empty() {
             return Some(f);

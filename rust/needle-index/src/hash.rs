@@ -79,7 +79,10 @@ pub fn bucket1(h: u64, buckets: u32) -> u32 {
 /// an entry can be computed from its fingerprint and current bucket alone.
 #[inline]
 pub fn alt_bucket(i: u32, fp: u32, buckets: u32) -> u32 {
-    let hfp = reduce(((fp as u64).wrapping_mul(0xC4CE_B9FE_1A85_EC53) >> 32) as u32, buckets);
+    let hfp = reduce(
+        ((fp as u64).wrapping_mul(0xC4CE_B9FE_1A85_EC53) >> 32) as u32,
+        buckets,
+    );
     let v = hfp as i64 - i as i64;
     v.rem_euclid(buckets as i64) as u32
 }
@@ -101,7 +104,11 @@ impl Probe {
     pub fn new(h: u64, buckets: u32, bits: u32) -> Probe {
         let fp = fingerprint(h, bits);
         let b1 = bucket1(h, buckets);
-        Probe { fp, b1, b2: alt_bucket(b1, fp, buckets) }
+        Probe {
+            fp,
+            b1,
+            b2: alt_bucket(b1, fp, buckets),
+        }
     }
 }
 
@@ -111,10 +118,16 @@ mod tests {
 
     #[test]
     fn xxh64_matches_shared_vectors() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../format/vectors/xxh64.txt");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../format/vectors/xxh64.txt"
+        );
         let text = std::fs::read_to_string(path).expect("format/vectors/xxh64.txt");
         let mut n = 0;
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        {
             let (kind, rest) = line.split_once(' ').unwrap();
             let (input, hex) = rest.rsplit_once(' ').unwrap();
             let want = u64::from_str_radix(hex, 16).unwrap();
@@ -143,7 +156,11 @@ mod tests {
             ("abc", 1000, 8, (36, 677, 999)),
         ];
         for (s, b, f, (fp, b1, b2)) in cases {
-            assert_eq!(Probe::new(hash_str(s), b, f), Probe { fp, b1, b2 }, "{s} B={b} f={f}");
+            assert_eq!(
+                Probe::new(hash_str(s), b, f),
+                Probe { fp, b1, b2 },
+                "{s} B={b} f={f}"
+            );
         }
     }
 

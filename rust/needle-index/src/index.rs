@@ -30,7 +30,10 @@ impl Default for Config {
     /// point queries': 38,000 buckets, 16-bit fingerprints (about 3 slots per bucket for
     /// partitions of 100,000 values).
     fn default() -> Config {
-        Config { buckets: 38_000, fingerprint_bits: 16 }
+        Config {
+            buckets: 38_000,
+            fingerprint_bits: 16,
+        }
     }
 }
 
@@ -53,7 +56,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { verify_reads: true, sync: true, flush_bytes: 64 << 20, scan: ScanImpl::best(), read_only: false }
+        Options {
+            verify_reads: true,
+            sync: true,
+            flush_bytes: 64 << 20,
+            scan: ScanImpl::best(),
+            read_only: false,
+        }
     }
 }
 
@@ -190,14 +199,22 @@ impl Index {
     pub fn create(dir: impl AsRef<Path>, cfg: Config, opts: Options) -> Result<Index> {
         let dir = dir.as_ref();
         if !matches!(cfg.fingerprint_bits, 8 | 16 | 32) {
-            return Err(Error::InvalidArgument(format!("fingerprint bits must be 8, 16 or 32, not {}", cfg.fingerprint_bits)));
+            return Err(Error::InvalidArgument(format!(
+                "fingerprint bits must be 8, 16 or 32, not {}",
+                cfg.fingerprint_bits
+            )));
         }
         if cfg.buckets == 0 {
-            return Err(Error::InvalidArgument("bucket count must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "bucket count must be at least 1".into(),
+            ));
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         if dir.join(MANIFEST).exists() {
-            return Err(Error::InvalidArgument(format!("{} already holds an index", dir.display())));
+            return Err(Error::InvalidArgument(format!(
+                "{} already holds an index",
+                dir.display()
+            )));
         }
         drop(Wal::create(dir, 1, opts.sync)?);
         let m = Manifest {
@@ -219,39 +236,71 @@ impl Index {
         let dir = dir.as_ref().to_path_buf();
         let lock_path = dir.join("LOCK");
         if !dir.join(MANIFEST).exists() {
-            return Err(Error::io(&dir.join(MANIFEST), std::io::Error::new(std::io::ErrorKind::NotFound, "not an index (no manifest)")));
+            return Err(Error::io(
+                &dir.join(MANIFEST),
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not an index (no manifest)"),
+            ));
         }
-        let lock_file = if opts.read_only { File::open(&lock_path) } else { File::create(&lock_path) }.map_err(|e| Error::io(&lock_path, e))?;
-        let locked = if opts.read_only { lock_file.try_lock_shared() } else { lock_file.try_lock() };
+        let lock_file = if opts.read_only {
+            File::open(&lock_path)
+        } else {
+            File::create(&lock_path)
+        }
+        .map_err(|e| Error::io(&lock_path, e))?;
+        let locked = if opts.read_only {
+            lock_file.try_lock_shared()
+        } else {
+            lock_file.try_lock()
+        };
         match locked {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.clone())),
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
         }
         let m = Manifest::load(&dir)?;
-        let cfg = Config { buckets: m.buckets, fingerprint_bits: m.bits };
+        let cfg = Config {
+            buckets: m.buckets,
+            fingerprint_bits: m.bits,
+        };
         let man_path = dir.join(MANIFEST);
         let mut segs = Vec::new();
         for ms in &m.segments {
             let seg = Segment::open(&dir.join(seg_name(ms.id)))?;
             if seg.bits != cfg.fingerprint_bits || seg.buckets != cfg.buckets || seg.id != ms.id {
-                return Err(Error::corrupt(&seg.path, "segment does not match the manifest's configuration"));
+                return Err(Error::corrupt(
+                    &seg.path,
+                    "segment does not match the manifest's configuration",
+                ));
             }
-            let by_uid: HashMap<u64, usize> = seg.parts.iter().enumerate().map(|(k, p)| (p.uid, k)).collect();
+            let by_uid: HashMap<u64, usize> = seg
+                .parts
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (p.uid, k))
+                .collect();
             let mut removed = vec![false; seg.parts.len()];
             for u in &ms.removed {
-                let k = by_uid.get(u).ok_or_else(|| Error::corrupt(&man_path, format!("unknown partition uid {u}")))?;
+                let k = by_uid.get(u).ok_or_else(|| {
+                    Error::corrupt(&man_path, format!("unknown partition uid {u}"))
+                })?;
                 removed[*k] = true;
             }
             let limit = seg.buckets as u64 * seg.row_slots;
             let mut deleted = Deleted::default();
             for &g in &ms.deleted {
                 if g >= limit || !deleted.set.insert(g) {
-                    return Err(Error::corrupt(&man_path, format!("impossible deleted slot {g}")));
+                    return Err(Error::corrupt(
+                        &man_path,
+                        format!("impossible deleted slot {g}"),
+                    ));
                 }
                 deleted.log.push(g);
             }
-            segs.push(SegState { seg: Arc::new(seg), removed: Arc::new(removed), deleted: Arc::new(deleted) });
+            segs.push(SegState {
+                seg: Arc::new(seg),
+                removed: Arc::new(removed),
+                deleted: Arc::new(deleted),
+            });
         }
 
         // WAL files from wal_start on, which must be consecutive.
@@ -267,21 +316,34 @@ impl Index {
                 } else {
                     orphans.push(entry.path());
                 }
-            } else if (name.starts_with("seg-") && name.ends_with(".nseg") && !live_segs.contains(&name)) || name == "MANIFEST.tmp" {
+            } else if (name.starts_with("seg-")
+                && name.ends_with(".nseg")
+                && !live_segs.contains(&name))
+                || name == "MANIFEST.tmp"
+            {
                 orphans.push(entry.path());
             }
         }
         wals.sort_unstable();
         if wals.first() != Some(&m.wal_start) {
-            return Err(Error::corrupt(&dir.join(wal_name(m.wal_start)), "write-ahead log named by the manifest is missing"));
+            return Err(Error::corrupt(
+                &dir.join(wal_name(m.wal_start)),
+                "write-ahead log named by the manifest is missing",
+            ));
         }
         for (i, &s) in wals.iter().enumerate() {
             if s != m.wal_start + i as u64 {
-                return Err(Error::corrupt(&dir.join(wal_name(s)), "gap in write-ahead log sequence"));
+                return Err(Error::corrupt(
+                    &dir.join(wal_name(s)),
+                    "gap in write-ahead log sequence",
+                ));
             }
         }
 
-        let mut snap = Snapshot { segs, mem: Vec::new() };
+        let mut snap = Snapshot {
+            segs,
+            mem: Vec::new(),
+        };
         let mut next_uid = m.next_uid;
         let mut last_len = 0;
         for (i, &seq) in wals.iter().enumerate() {
@@ -294,14 +356,22 @@ impl Index {
                     next_uid = next_uid.max(uid + 1);
                 }
                 apply(&cfg, &opts, &mut snap, rec).map_err(|e| match e {
-                    Error::NotFound(m) => Error::corrupt(&path, format!("log record cannot be replayed: {m}")),
+                    Error::NotFound(m) => {
+                        Error::corrupt(&path, format!("log record cannot be replayed: {m}"))
+                    }
                     e => e,
                 })?;
             }
             last_len = len;
         }
         let last_seq = *wals.last().unwrap();
-        let wal = Wal::reopen(&dir.join(wal_name(last_seq)), last_seq, last_len, opts.sync, opts.read_only)?;
+        let wal = Wal::reopen(
+            &dir.join(wal_name(last_seq)),
+            last_seq,
+            last_len,
+            opts.sync,
+            opts.read_only,
+        )?;
         if !opts.read_only {
             for p in orphans {
                 let _ = std::fs::remove_file(p);
@@ -312,7 +382,12 @@ impl Index {
             cfg,
             opts,
             state: ArcSwap::from_pointee(snap),
-            writer: Mutex::new(Writer { wal, next_seg_id: m.next_seg_id, next_uid, generation: m.generation }),
+            writer: Mutex::new(Writer {
+                wal,
+                next_seg_id: m.next_seg_id,
+                next_uid,
+                generation: m.generation,
+            }),
             merge_lock: Mutex::new(()),
             _lock: lock_file,
         })
@@ -347,7 +422,10 @@ impl Index {
 
     fn writable(&self) -> Result<()> {
         if self.opts.read_only {
-            return Err(Error::InvalidArgument(format!("index {} is open read-only", self.dir.display())));
+            return Err(Error::InvalidArgument(format!(
+                "index {} is open read-only",
+                self.dir.display()
+            )));
         }
         Ok(())
     }
@@ -355,7 +433,9 @@ impl Index {
     fn append_filter(&self, id: &str, f: PartitionFilter) -> Result<u64> {
         self.writable()?;
         // A log record's length is a u32, and slot positions within a row are u32.
-        if f.data.len() as u64 * self.cfg.fingerprint_bits as u64 / 8 > (u32::MAX as u64 - (1 << 20)) {
+        if f.data.len() as u64 * self.cfg.fingerprint_bits as u64 / 8
+            > (u32::MAX as u64 - (1 << 20))
+        {
             return Err(Error::InvalidArgument(format!(
                 "partition {id:?} needs {} slots per bucket; use more buckets",
                 f.slots
@@ -363,7 +443,13 @@ impl Index {
         }
         let mut w = lock(&self.writer);
         let uid = w.next_uid;
-        let rec = Record::Append { uid, id: id.to_string(), count: f.count, slots: f.slots, fps: f.data };
+        let rec = Record::Append {
+            uid,
+            id: id.to_string(),
+            count: f.count,
+            slots: f.slots,
+            fps: f.data,
+        };
         w.wal.append(&rec.encode(self.cfg.fingerprint_bits))?;
         w.next_uid += 1;
         let mut snap = Snapshot::clone(&self.state.load());
@@ -389,7 +475,10 @@ impl Index {
     pub fn delete_hashes(&self, id: &str, hashes: &[u64]) -> Result<()> {
         self.writable()?;
         let mut w = lock(&self.writer);
-        let rec = Record::DeleteValues { id: id.to_string(), hashes: hashes.to_vec() };
+        let rec = Record::DeleteValues {
+            id: id.to_string(),
+            hashes: hashes.to_vec(),
+        };
         let mut snap = Snapshot::clone(&self.state.load());
         // Resolve against a draft first so a missing value changes nothing, then log.
         apply(&self.cfg, &self.opts, &mut snap, rec.clone())?;
@@ -475,7 +564,12 @@ impl Index {
                         if st.removed[k] {
                             continue;
                         }
-                        if !st.deleted.set.is_empty() && st.deleted.set.contains(&(b as u64 * seg.row_slots + pos as u64)) {
+                        if !st.deleted.set.is_empty()
+                            && st
+                                .deleted
+                                .set
+                                .contains(&(b as u64 * seg.row_slots + pos as u64))
+                        {
                             continue;
                         }
                         hit(&seg.parts[k].id);
@@ -510,15 +604,36 @@ impl Index {
     /// replay never applies a change twice; merges commit through here for that reason.
     fn commit_locked(&self, w: &mut Writer, segs: Vec<SegState>) -> Result<()> {
         let snap = self.state.load_full();
-        let mut next = Snapshot { segs, mem: Vec::new() };
-        let live: Vec<&MemPart> = snap.mem.iter().map(|m| &**m).filter(|m| !m.removed).collect();
+        let mut next = Snapshot {
+            segs,
+            mem: Vec::new(),
+        };
+        let live: Vec<&MemPart> = snap
+            .mem
+            .iter()
+            .map(|m| &**m)
+            .filter(|m| !m.removed)
+            .collect();
         let mut new_seg_id = None;
         if !live.is_empty() {
             let id = w.next_seg_id;
             let path = self.dir.join(seg_name(id));
-            let parts: Vec<SegPart> =
-                live.iter().map(|m| SegPart { uid: m.uid, count: m.filter.count, slots: m.filter.slots, id: m.id.clone() }).collect();
-            let mut sw = SegmentWriter::create(&path, id, self.cfg.fingerprint_bits, self.cfg.buckets, &parts)?;
+            let parts: Vec<SegPart> = live
+                .iter()
+                .map(|m| SegPart {
+                    uid: m.uid,
+                    count: m.filter.count,
+                    slots: m.filter.slots,
+                    id: m.id.clone(),
+                })
+                .collect();
+            let mut sw = SegmentWriter::create(
+                &path,
+                id,
+                self.cfg.fingerprint_bits,
+                self.cfg.buckets,
+                &parts,
+            )?;
             let width = sw.width();
             let mut row = vec![0u8; sw.row_bytes()];
             for b in 0..self.cfg.buckets as usize {
@@ -574,7 +689,14 @@ impl Index {
                 .iter()
                 .map(|s| ManSeg {
                     id: s.seg.id,
-                    removed: s.seg.parts.iter().zip(s.removed.iter()).filter(|(_, &r)| r).map(|(p, _)| p.uid).collect(),
+                    removed: s
+                        .seg
+                        .parts
+                        .iter()
+                        .zip(s.removed.iter())
+                        .filter(|(_, &r)| r)
+                        .map(|(p, _)| p.uid)
+                        .collect(),
                     deleted: s.deleted.log.clone(),
                 })
                 .collect(),
@@ -589,7 +711,13 @@ impl Index {
     /// Merges every segment into one, reclaiming removed partitions and deleted slots.
     /// Readers and writers keep working meanwhile; only the final swap takes the writer lock.
     pub fn merge(&self) -> Result<Option<MergeReport>> {
-        self.merge_where(|segs| if segs.len() >= 2 || segs.iter().any(needs_cleanup) { (0..segs.len()).collect() } else { Vec::new() })
+        self.merge_where(|segs| {
+            if segs.len() >= 2 || segs.iter().any(needs_cleanup) {
+                (0..segs.len()).collect()
+            } else {
+                Vec::new()
+            }
+        })
     }
 
     /// Merges the smaller half of the segments if there are more than `max_segments`.
@@ -606,7 +734,10 @@ impl Index {
         })
     }
 
-    fn merge_where(&self, pick: impl FnOnce(&[SegState]) -> Vec<usize>) -> Result<Option<MergeReport>> {
+    fn merge_where(
+        &self,
+        pick: impl FnOnce(&[SegState]) -> Vec<usize>,
+    ) -> Result<Option<MergeReport>> {
         self.writable()?;
         let _m = lock(&self.merge_lock);
         // 1. Under the writer lock: choose inputs, capture their state, reserve an id.
@@ -643,7 +774,13 @@ impl Index {
             for &g in &st.deleted.log {
                 dels[seg.part_of(g % seg.row_slots)] += 1;
             }
-            live.push(seg.parts.iter().zip(&dels).map(|(p, d)| p.count - d).collect());
+            live.push(
+                seg.parts
+                    .iter()
+                    .zip(&dels)
+                    .map(|(p, d)| p.count - d)
+                    .collect(),
+            );
             for (k, p) in seg.parts.iter().enumerate() {
                 if st.removed[k] {
                     reclaimed += 1;
@@ -672,7 +809,8 @@ impl Index {
             // entry that needed an extra slot when built would otherwise be rebuilt (to the
             // same size) by every merge.
             let written: u64 = g.iter().map(|&(i, k)| inputs[i].seg.parts[k].count).sum();
-            let shrink = crate::filter::slots_for(n, self.cfg.buckets) < slots && (written - n) * 4 >= written;
+            let shrink = crate::filter::slots_for(n, self.cfg.buckets) < slots
+                && (written - n) * 4 >= written;
             if (g.len() > 1 || shrink) && n <= budget {
                 budget -= n;
                 for &(i, k) in g {
@@ -696,7 +834,9 @@ impl Index {
                         let Some(r) = r else { continue };
                         for pos in seg.offsets[k]..seg.offsets[k + 1] {
                             let fp = get_fp(src, width, pos as usize);
-                            if fp != 0 && !st.deleted.set.contains(&(b as u64 * seg.row_slots + pos)) {
+                            if fp != 0
+                                && !st.deleted.set.contains(&(b as u64 * seg.row_slots + pos))
+                            {
                                 gathered[*r].push((b, fp));
                             }
                         }
@@ -704,8 +844,12 @@ impl Index {
                 }
             }
         }
-        let rebuilt: Vec<PartitionFilter> =
-            gathered.iter().map(|g| PartitionFilter::build_from_slots(g, self.cfg.buckets, self.cfg.fingerprint_bits)).collect();
+        let rebuilt: Vec<PartitionFilter> = gathered
+            .iter()
+            .map(|g| {
+                PartitionFilter::build_from_slots(g, self.cfg.buckets, self.cfg.fingerprint_bits)
+            })
+            .collect();
         drop(gathered);
         // Output order: copied entries in input order, then the rebuilt ones.
         let mut acc = 0u64;
@@ -717,7 +861,12 @@ impl Index {
                 new_off[i][k] = Some(acc);
                 new_idx[i][k] = Some(parts.len());
                 acc += p.slots as u64;
-                parts.push(SegPart { uid: p.uid, count: live[i][k], slots: p.slots, id: p.id.clone() });
+                parts.push(SegPart {
+                    uid: p.uid,
+                    count: live[i][k],
+                    slots: p.slots,
+                    id: p.id.clone(),
+                });
             }
         }
         let mut rebuilt_off = Vec::with_capacity(rebuilt.len());
@@ -729,13 +878,24 @@ impl Index {
             let p0 = &inputs[i0].seg.parts[k0];
             rebuilt_off.push(acc);
             acc += f.slots as u64;
-            parts.push(SegPart { uid: p0.uid, count: f.count, slots: f.slots, id: p0.id.clone() });
+            parts.push(SegPart {
+                uid: p0.uid,
+                count: f.count,
+                slots: f.slots,
+                id: p0.id.clone(),
+            });
         }
         let out_path = self.dir.join(seg_name(out_id));
         let mut bytes = 0;
         if !parts.is_empty() {
             let res = (|| {
-                let mut sw = SegmentWriter::create(&out_path, out_id, self.cfg.fingerprint_bits, self.cfg.buckets, &parts)?;
+                let mut sw = SegmentWriter::create(
+                    &out_path,
+                    out_id,
+                    self.cfg.fingerprint_bits,
+                    self.cfg.buckets,
+                    &parts,
+                )?;
                 let mut row = vec![0u8; sw.row_bytes()];
                 let mut buf = Vec::new();
                 let mut dels: Vec<Vec<u64>> = inputs
@@ -756,7 +916,10 @@ impl Index {
                         let src = seg.read_row(b, &mut buf, true)?;
                         for (k, off) in new_off[i].iter().enumerate() {
                             if let Some(o) = off {
-                                let (s0, s1) = (seg.offsets[k] as usize * width, seg.offsets[k + 1] as usize * width);
+                                let (s0, s1) = (
+                                    seg.offsets[k] as usize * width,
+                                    seg.offsets[k + 1] as usize * width,
+                                );
                                 let o = *o as usize * width;
                                 row[o..o + s1 - s0].copy_from_slice(&src[s0..s1]);
                             }
@@ -774,7 +937,10 @@ impl Index {
                     }
                     for (f, &o) in rebuilt.iter().zip(&rebuilt_off) {
                         let s = f.slots as usize;
-                        for (j, &fp) in f.data[b as usize * s..(b as usize + 1) * s].iter().enumerate() {
+                        for (j, &fp) in f.data[b as usize * s..(b as usize + 1) * s]
+                            .iter()
+                            .enumerate()
+                        {
                             put_fp(&mut row, width, o as usize + j, fp);
                         }
                     }
@@ -806,7 +972,10 @@ impl Index {
                 deleted: Arc::default(),
             })
         };
-        let mut next = Snapshot { segs: Vec::new(), mem: Vec::new() };
+        let mut next = Snapshot {
+            segs: Vec::new(),
+            mem: Vec::new(),
+        };
         let input_ids: HashSet<u64> = inputs.iter().map(|s| s.seg.id).collect();
         for cur in &snap.segs {
             let Some(i) = inputs.iter().position(|s| s.seg.id == cur.seg.id) else {
@@ -829,12 +998,19 @@ impl Index {
                     } else if let Some(r) = rebuilt_of[i][k] {
                         // The entry was rebuilt: delete one copy of the same fingerprint
                         // from its new filter (it holds every fingerprint live at capture).
-                        let fp = get_fp(seg.read_row(b as u32, &mut buf, true)?, width, pos as usize);
+                        let fp =
+                            get_fp(seg.read_row(b as u32, &mut buf, true)?, width, pos as usize);
                         let (o, s) = (rebuilt_off[r], rebuilt[r].slots as u64);
                         let mut done = false;
-                        for nb in [b as u32, crate::hash::alt_bucket(b as u32, fp, self.cfg.buckets)] {
+                        for nb in [
+                            b as u32,
+                            crate::hash::alt_bucket(b as u32, fp, self.cfg.buckets),
+                        ] {
                             let row = m.seg.read_row(nb, &mut buf, true)?;
-                            let hit = (o..o + s).find(|&p| get_fp(row, width, p as usize) == fp && !m.deleted.set.contains(&(nb as u64 * msl + p)));
+                            let hit = (o..o + s).find(|&p| {
+                                get_fp(row, width, p as usize) == fp
+                                    && !m.deleted.set.contains(&(nb as u64 * msl + p))
+                            });
                             if let Some(p) = hit {
                                 let d = Arc::make_mut(&mut m.deleted);
                                 d.log.push(nb as u64 * msl + p);
@@ -845,7 +1021,10 @@ impl Index {
                         }
                         if !done {
                             let _ = std::fs::remove_file(&out_path);
-                            return Err(Error::corrupt(&m.seg.path, "merged segment lacks a fingerprint of a rebuilt partition"));
+                            return Err(Error::corrupt(
+                                &m.seg.path,
+                                "merged segment lacks a fingerprint of a rebuilt partition",
+                            ));
                         }
                     }
                 }
@@ -869,7 +1048,12 @@ impl Index {
         for id in input_ids {
             let _ = std::fs::remove_file(self.dir.join(seg_name(id)));
         }
-        Ok(Some(MergeReport { inputs: inputs.len(), partitions: parts.len(), reclaimed, bytes }))
+        Ok(Some(MergeReport {
+            inputs: inputs.len(),
+            partitions: parts.len(),
+            reclaimed,
+            bytes,
+        }))
     }
 
     /// Starts a background thread that merges whenever there are more than
@@ -891,7 +1075,11 @@ impl Index {
                 std::thread::sleep(interval);
             }
         });
-        MergerHandle { stop, thread: Some(thread), errors }
+        MergerHandle {
+            stop,
+            thread: Some(thread),
+            errors,
+        }
     }
 
     /// Every partition entry, live or removed-but-unreclaimed.
@@ -935,7 +1123,10 @@ impl Index {
         let b = self.cfg.buckets as f64;
         let denom = ((1u64 << self.cfg.fingerprint_bits) - 1) as f64;
         let values: u64 = live.iter().map(|p| p.values).sum();
-        let slots: u64 = live.iter().map(|p| p.slots as u64 * self.cfg.buckets as u64).sum();
+        let slots: u64 = live
+            .iter()
+            .map(|p| p.slots as u64 * self.cfg.buckets as u64)
+            .sum();
         let fpr_sum: f64 = live
             .iter()
             .filter(|p| p.slots > 0)
@@ -958,8 +1149,16 @@ impl Index {
             removed_partitions: parts.len() - live.len(),
             values,
             slots,
-            occupancy: if slots == 0 { 0.0 } else { values as f64 / slots as f64 },
-            expected_fpr: if live.is_empty() { 0.0 } else { fpr_sum / live.len() as f64 },
+            occupancy: if slots == 0 {
+                0.0
+            } else {
+                values as f64 / slots as f64
+            },
+            expected_fpr: if live.is_empty() {
+                0.0
+            } else {
+                fpr_sum / live.len() as f64
+            },
             bytes_on_disk: bytes,
         }
     }
@@ -977,16 +1176,35 @@ impl Index {
 /// slots, or combine entries of one id.
 fn needs_cleanup(s: &SegState) -> bool {
     let mut ids = HashSet::new();
-    !s.deleted.log.is_empty() || s.removed.iter().any(|&r| r) || !s.seg.parts.iter().all(|p| ids.insert(p.id.as_str()))
+    !s.deleted.log.is_empty()
+        || s.removed.iter().any(|&r| r)
+        || !s.seg.parts.iter().all(|p| ids.insert(p.id.as_str()))
 }
 
 /// Applies a logged change to a snapshot (a draft, during writes; the recovering state,
 /// during replay). Errors leave the draft in an unspecified state: discard it.
 fn apply(cfg: &Config, opts: &Options, snap: &mut Snapshot, rec: Record) -> Result<()> {
     match rec {
-        Record::Append { uid, id, count, slots, fps } => {
-            let filter = PartitionFilter { slots, buckets: cfg.buckets, bits: cfg.fingerprint_bits, data: fps, count };
-            snap.mem.push(Arc::new(MemPart { uid, id, filter, removed: false }));
+        Record::Append {
+            uid,
+            id,
+            count,
+            slots,
+            fps,
+        } => {
+            let filter = PartitionFilter {
+                slots,
+                buckets: cfg.buckets,
+                bits: cfg.fingerprint_bits,
+                data: fps,
+                count,
+            };
+            snap.mem.push(Arc::new(MemPart {
+                uid,
+                id,
+                filter,
+                removed: false,
+            }));
         }
         Record::RemovePartition { id } => {
             let mut n = 0;
@@ -1011,7 +1229,14 @@ fn apply(cfg: &Config, opts: &Options, snap: &mut Snapshot, rec: Record) -> Resu
         Record::DeleteValues { id, hashes } => {
             let width = cfg.fingerprint_bits as usize / 8;
             let seg_idx: Vec<usize> = (0..snap.segs.len())
-                .filter(|&i| snap.segs[i].seg.parts.iter().zip(snap.segs[i].removed.iter()).any(|(p, &r)| !r && p.id == id))
+                .filter(|&i| {
+                    snap.segs[i]
+                        .seg
+                        .parts
+                        .iter()
+                        .zip(snap.segs[i].removed.iter())
+                        .any(|(p, &r)| !r && p.id == id)
+                })
                 .collect();
             let mut buf = Vec::new();
             let mut hits = Vec::new();
@@ -1032,7 +1257,10 @@ fn apply(cfg: &Config, opts: &Options, snap: &mut Snapshot, rec: Record) -> Resu
                         for &pos in &hits {
                             let k = st.seg.part_of(pos as u64);
                             let g = b as u64 * st.seg.row_slots + pos as u64;
-                            if !st.removed[k] && st.seg.parts[k].id == id && !st.deleted.set.contains(&g) {
+                            if !st.removed[k]
+                                && st.seg.parts[k].id == id
+                                && !st.deleted.set.contains(&g)
+                            {
                                 let d = Arc::make_mut(&mut st.deleted);
                                 d.log.push(g);
                                 d.set.insert(g);
@@ -1041,7 +1269,9 @@ fn apply(cfg: &Config, opts: &Options, snap: &mut Snapshot, rec: Record) -> Resu
                         }
                     }
                 }
-                return Err(Error::NotFound(format!("value with hash {h:#018x} in partition {id:?}")));
+                return Err(Error::NotFound(format!(
+                    "value with hash {h:#018x} in partition {id:?}"
+                )));
             }
         }
     }

@@ -68,13 +68,19 @@ impl Manifest {
         }
         let (body, crc) = buf.split_at(buf.len() - 4);
         if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
-            return Err(Error::corrupt(path, "checksum mismatch (damaged or truncated)"));
+            return Err(Error::corrupt(
+                path,
+                "checksum mismatch (damaged or truncated)",
+            ));
         }
         let mut d = Dec::new(body, path);
         d.take(8)?;
         let version = d.u32()?;
         if version != MAN_VERSION {
-            return Err(Error::corrupt(path, format!("unsupported manifest version {version}")));
+            return Err(Error::corrupt(
+                path,
+                format!("unsupported manifest version {version}"),
+            ));
         }
         let mut m = Manifest {
             bits: d.u32()?,
@@ -98,7 +104,11 @@ impl Manifest {
             for _ in 0..nd {
                 deleted.push(d.u64()?);
             }
-            m.segments.push(ManSeg { id, removed, deleted });
+            m.segments.push(ManSeg {
+                id,
+                removed,
+                deleted,
+            });
         }
         if !d.done() {
             return Err(Error::corrupt(path, "trailing bytes"));
@@ -114,7 +124,8 @@ impl Manifest {
         let tmp = dir.join(MANIFEST_TMP);
         let dst = dir.join(MANIFEST);
         let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        f.write_all(&self.encode()).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all(&self.encode())
+            .map_err(|e| Error::io(&tmp, e))?;
         if sync {
             f.sync_all().map_err(|e| Error::io(&tmp, e))?;
         }

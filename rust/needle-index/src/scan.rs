@@ -78,8 +78,22 @@ fn portable_from(row: &[u8], width: usize, fp: u32, start_slot: usize, out: &mut
     let tail = &row[start_slot * width..];
     match width {
         1 => scan_blocks(tail, start_slot, out, |c| c[0] as u32, fp, 1),
-        2 => scan_blocks(tail, start_slot, out, |c| u16::from_le_bytes([c[0], c[1]]) as u32, fp, 2),
-        4 => scan_blocks(tail, start_slot, out, |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]), fp, 4),
+        2 => scan_blocks(
+            tail,
+            start_slot,
+            out,
+            |c| u16::from_le_bytes([c[0], c[1]]) as u32,
+            fp,
+            2,
+        ),
+        4 => scan_blocks(
+            tail,
+            start_slot,
+            out,
+            |c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+            fp,
+            4,
+        ),
         _ => panic!("fingerprint width {width} bytes not supported"),
     }
 }
@@ -87,12 +101,21 @@ fn portable_from(row: &[u8], width: usize, fp: u32, start_slot: usize, out: &mut
 /// Branch-free "any match" test per 64-byte block (which compilers vectorize for any
 /// target), then a slot-by-slot pass over the rare block that has a match.
 #[inline(always)]
-fn scan_blocks(bytes: &[u8], start_slot: usize, out: &mut Vec<u32>, get: impl Fn(&[u8]) -> u32, fp: u32, width: usize) {
+fn scan_blocks(
+    bytes: &[u8],
+    start_slot: usize,
+    out: &mut Vec<u32>,
+    get: impl Fn(&[u8]) -> u32,
+    fp: u32,
+    width: usize,
+) {
     let mut blocks = bytes.chunks_exact(64);
     let per = 64 / width;
     let mut slot = start_slot;
     for b in blocks.by_ref() {
-        if b.chunks_exact(width).fold(false, |acc, c| acc | (get(c) == fp)) {
+        if b.chunks_exact(width)
+            .fold(false, |acc, c| acc | (get(c) == fp))
+        {
             for (i, c) in b.chunks_exact(width).enumerate() {
                 if get(c) == fp {
                     out.push((slot + i) as u32);
@@ -236,7 +259,10 @@ mod tests {
                         }
                         let mut got = Vec::new();
                         imp.scan(&row, width, fp, &mut got);
-                        assert_eq!(got, want, "{imp:?} width {width} len {len_slots} fp {fp:#x}");
+                        assert_eq!(
+                            got, want,
+                            "{imp:?} width {width} len {len_slots} fp {fp:#x}"
+                        );
                     }
                 }
             }

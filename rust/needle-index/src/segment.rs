@@ -63,7 +63,12 @@ impl Segment {
     }
 
     /// Reads row `bucket` into `buf` (resized) and, if `verify`, checks its CRC.
-    pub(crate) fn read_row<'b>(&self, bucket: u32, buf: &'b mut Vec<u8>, verify: bool) -> Result<&'b [u8]> {
+    pub(crate) fn read_row<'b>(
+        &self,
+        bucket: u32,
+        buf: &'b mut Vec<u8>,
+        verify: bool,
+    ) -> Result<&'b [u8]> {
         let rb = self.row_bytes();
         buf.resize(rb + 4, 0);
         if rb == 0 {
@@ -80,7 +85,10 @@ impl Segment {
         if verify {
             let want = u32::from_le_bytes(buf[rb..rb + 4].try_into().unwrap());
             if row_crc(bucket, &buf[..rb]) != want {
-                return Err(Error::corrupt(&self.path, format!("checksum mismatch in row of bucket {bucket}")));
+                return Err(Error::corrupt(
+                    &self.path,
+                    format!("checksum mismatch in row of bucket {bucket}"),
+                ));
             }
         }
         Ok(&buf[..rb])
@@ -91,7 +99,8 @@ impl Segment {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let mut head = [0u8; HEADER_LEN];
-        file.read_exact(&mut head).map_err(|_| Error::corrupt(path, "truncated header"))?;
+        file.read_exact(&mut head)
+            .map_err(|_| Error::corrupt(path, "truncated header"))?;
         let mut d = Dec::new(&head, path);
         if d.take(8)? != SEG_MAGIC {
             return Err(Error::corrupt(path, "not a segment file (bad magic)"));
@@ -102,7 +111,10 @@ impl Segment {
         }
         let version = d.u32()?;
         if version != SEG_VERSION {
-            return Err(Error::corrupt(path, format!("unsupported segment version {version}")));
+            return Err(Error::corrupt(
+                path,
+                format!("unsupported segment version {version}"),
+            ));
         }
         let bits = d.u32()?;
         let buckets = d.u32()?;
@@ -111,7 +123,8 @@ impl Segment {
         let id = d.u64()?;
         let table_len = d.u64()?;
         let data_off = d.u64()?;
-        if !matches!(bits, 8 | 16 | 32) || buckets == 0 || data_off < HEADER_LEN as u64 + table_len {
+        if !matches!(bits, 8 | 16 | 32) || buckets == 0 || data_off < HEADER_LEN as u64 + table_len
+        {
             return Err(Error::corrupt(path, "impossible header fields"));
         }
         let row_bytes = row_slots * (bits as u64 / 8);
@@ -119,13 +132,17 @@ impl Segment {
             .checked_add(buckets as u64 * if row_bytes == 0 { 0 } else { row_bytes + 4 })
             .ok_or_else(|| Error::corrupt(path, "impossible header fields"))?;
         if file_len != want_len {
-            return Err(Error::corrupt(path, format!("file is {file_len} bytes, header implies {want_len} (truncated?)")));
+            return Err(Error::corrupt(
+                path,
+                format!("file is {file_len} bytes, header implies {want_len} (truncated?)"),
+            ));
         }
         if table_len < 4 || table_len > file_len {
             return Err(Error::corrupt(path, "impossible partition table length"));
         }
         let mut table = vec![0u8; table_len as usize];
-        file.read_exact_at(&mut table, HEADER_LEN as u64).map_err(|e| Error::io(path, e))?;
+        file.read_exact_at(&mut table, HEADER_LEN as u64)
+            .map_err(|e| Error::io(path, e))?;
         let (body, crc) = table.split_at(table.len() - 4);
         if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
             return Err(Error::corrupt(path, "partition table checksum mismatch"));
@@ -141,13 +158,32 @@ impl Segment {
             let pid = d.str()?;
             offsets.push(acc);
             acc += slots as u64;
-            parts.push(SegPart { uid, count, slots, id: pid });
+            parts.push(SegPart {
+                uid,
+                count,
+                slots,
+                id: pid,
+            });
         }
         offsets.push(acc);
         if acc != row_slots || !d.done() {
-            return Err(Error::corrupt(path, "partition table does not match the row width"));
+            return Err(Error::corrupt(
+                path,
+                "partition table does not match the row width",
+            ));
         }
-        Ok(Segment { path: path.to_path_buf(), file, id, bits, buckets, row_slots, parts, offsets, data_off, file_len })
+        Ok(Segment {
+            path: path.to_path_buf(),
+            file,
+            id,
+            bits,
+            buckets,
+            row_slots,
+            parts,
+            offsets,
+            data_off,
+            file_len,
+        })
     }
 
     /// Reads every row and checks its checksum.
@@ -177,10 +213,18 @@ pub(crate) struct SegmentWriter {
 
 impl SegmentWriter {
     /// Creates `path` (which must not exist) for partitions `parts`.
-    pub fn create(path: &Path, id: u64, bits: u32, buckets: u32, parts: &[SegPart]) -> Result<SegmentWriter> {
+    pub fn create(
+        path: &Path,
+        id: u64,
+        bits: u32,
+        buckets: u32,
+        parts: &[SegPart],
+    ) -> Result<SegmentWriter> {
         let row_slots: u64 = parts.iter().map(|p| p.slots as u64).sum();
         if row_slots >= u32::MAX as u64 {
-            return Err(Error::InvalidArgument(format!("a segment row of {row_slots} slots is too wide; use more buckets")));
+            return Err(Error::InvalidArgument(format!(
+                "a segment row of {row_slots} slots is too wide; use more buckets"
+            )));
         }
         let mut t = Enc::default();
         for p in parts {
@@ -206,14 +250,29 @@ impl SegmentWriter {
         let crc = crc32c::crc32c(&h.0);
         h.u32(crc);
         h.u32(0);
-        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| Error::io(path, e))?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, f);
         let io = |e| Error::io(path, e);
         out.write_all(&h.0).map_err(io)?;
         out.write_all(&t.0).map_err(io)?;
-        out.write_all(&vec![0u8; (data_off - HEADER_LEN as u64 - table_len) as usize]).map_err(io)?;
+        out.write_all(&vec![
+            0u8;
+            (data_off - HEADER_LEN as u64 - table_len) as usize
+        ])
+        .map_err(io)?;
         let width = bits as usize / 8;
-        Ok(SegmentWriter { path: path.to_path_buf(), out, width, row_bytes: row_slots as usize * width, buckets, next_bucket: 0 })
+        Ok(SegmentWriter {
+            path: path.to_path_buf(),
+            out,
+            width,
+            row_bytes: row_slots as usize * width,
+            buckets,
+            next_bucket: 0,
+        })
     }
 
     /// Bytes each row must have.
@@ -234,8 +293,12 @@ impl SegmentWriter {
             return Ok(());
         }
         let crc = row_crc(self.next_bucket, row);
-        self.out.write_all(row).map_err(|e| Error::io(&self.path, e))?;
-        self.out.write_all(&crc.to_le_bytes()).map_err(|e| Error::io(&self.path, e))?;
+        self.out
+            .write_all(row)
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.out
+            .write_all(&crc.to_le_bytes())
+            .map_err(|e| Error::io(&self.path, e))?;
         self.next_bucket += 1;
         Ok(())
     }
@@ -244,7 +307,10 @@ impl SegmentWriter {
     pub fn finish(self) -> Result<()> {
         assert_eq!(self.next_bucket, self.buckets, "every row must be written");
         let path = self.path.clone();
-        let f = self.out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        let f = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
         f.sync_all().map_err(|e| Error::io(&path, e))
     }
 }

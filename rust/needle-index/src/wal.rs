@@ -18,7 +18,13 @@ const REC_HEADER: usize = 12;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Record {
     /// A new partition entry with its complete filter (partition-major fingerprints).
-    Append { uid: u64, id: String, count: u64, slots: u32, fps: Vec<u32> },
+    Append {
+        uid: u64,
+        id: String,
+        count: u64,
+        slots: u32,
+        fps: Vec<u32>,
+    },
     /// Remove one stored copy of each hash from the partition `id`.
     DeleteValues { id: String, hashes: Vec<u64> },
     /// Remove every entry of the partition `id`.
@@ -29,7 +35,13 @@ impl Record {
     pub fn encode(&self, bits: u32) -> Vec<u8> {
         let mut e = Enc::default();
         match self {
-            Record::Append { uid, id, count, slots, fps } => {
+            Record::Append {
+                uid,
+                id,
+                count,
+                slots,
+                fps,
+            } => {
                 e.u8(1);
                 e.u64(*uid);
                 e.str(id);
@@ -76,7 +88,13 @@ impl Record {
                         u32::from_le_bytes(b)
                     })
                     .collect();
-                Record::Append { uid, id, count, slots, fps }
+                Record::Append {
+                    uid,
+                    id,
+                    count,
+                    slots,
+                    fps,
+                }
             }
             2 => {
                 let id = d.str()?;
@@ -121,7 +139,12 @@ impl Wal {
     /// Creates WAL `seq` in `dir` with its header, durably (file and directory synced).
     pub fn create(dir: &Path, seq: u64, sync: bool) -> Result<Wal> {
         let path = dir.join(wal_name(seq));
-        let mut file = OpenOptions::new().create(true).truncate(true).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
         let mut h = Enc::default();
         h.bytes(WAL_MAGIC);
         h.u32(WAL_VERSION);
@@ -133,14 +156,30 @@ impl Wal {
             file.sync_all().map_err(|e| Error::io(&path, e))?;
             sync_dir(dir)?;
         }
-        Ok(Wal { seq, path, file, len: WAL_HEADER as u64, sync })
+        Ok(Wal {
+            seq,
+            path,
+            file,
+            len: WAL_HEADER as u64,
+            sync,
+        })
     }
 
     /// Reopens an existing, already validated WAL of `len` bytes for appending.
     pub fn reopen(path: &Path, seq: u64, len: u64, sync: bool, read_only: bool) -> Result<Wal> {
-        let file = if read_only { OpenOptions::new().read(true).open(path) } else { OpenOptions::new().append(true).open(path) }
-            .map_err(|e| Error::io(path, e))?;
-        Ok(Wal { seq, path: path.to_path_buf(), file, len, sync })
+        let file = if read_only {
+            OpenOptions::new().read(true).open(path)
+        } else {
+            OpenOptions::new().append(true).open(path)
+        }
+        .map_err(|e| Error::io(path, e))?;
+        Ok(Wal {
+            seq,
+            path: path.to_path_buf(),
+            file,
+            len,
+            sync,
+        })
     }
 
     /// Appends one record and fsyncs; when this returns Ok the record survives a crash.
@@ -152,9 +191,13 @@ impl Wal {
         buf.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
         buf.extend_from_slice(payload);
         // One write call per record: after a crash only a prefix of it can be on disk.
-        self.file.write_all(&buf).map_err(|e| Error::io(&self.path, e))?;
+        self.file
+            .write_all(&buf)
+            .map_err(|e| Error::io(&self.path, e))?;
         if self.sync {
-            self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+            self.file
+                .sync_data()
+                .map_err(|e| Error::io(&self.path, e))?;
         }
         self.len += buf.len() as u64;
         Ok(())
@@ -165,7 +208,12 @@ impl Wal {
 /// incomplete, the file is truncated to its last complete record; damage anywhere else is
 /// a [`Error::Corrupt`]. With `repair` false (read-only opens) the torn tail is ignored but
 /// left in place. Returns the payloads and the valid length.
-pub(crate) fn read_wal(path: &Path, seq: u64, last: bool, repair: bool) -> Result<(Vec<Vec<u8>>, u64)> {
+pub(crate) fn read_wal(
+    path: &Path,
+    seq: u64,
+    last: bool,
+    repair: bool,
+) -> Result<(Vec<Vec<u8>>, u64)> {
     let buf = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     if buf.len() < WAL_HEADER {
         // The header is written and synced before the file is referenced by anything;
@@ -188,7 +236,10 @@ pub(crate) fn read_wal(path: &Path, seq: u64, last: bool, repair: bool) -> Resul
     let version = u32::from_le_bytes(buf[8..12].try_into().unwrap());
     let fseq = u64::from_le_bytes(buf[12..20].try_into().unwrap());
     if version != WAL_VERSION || fseq != seq {
-        return Err(Error::corrupt(path, format!("unexpected version {version} or sequence {fseq}")));
+        return Err(Error::corrupt(
+            path,
+            format!("unexpected version {version} or sequence {fseq}"),
+        ));
     }
     let mut pos = WAL_HEADER;
     let mut out = Vec::new();
@@ -202,7 +253,10 @@ pub(crate) fn read_wal(path: &Path, seq: u64, last: bool, repair: bool) -> Resul
         let lenb: [u8; 4] = buf[pos..pos + 4].try_into().unwrap();
         let lcrc = u32::from_le_bytes(buf[pos + 4..pos + 8].try_into().unwrap());
         if crc32c::crc32c(&lenb) != lcrc {
-            return Err(Error::corrupt(path, format!("record length checksum mismatch at offset {pos}")));
+            return Err(Error::corrupt(
+                path,
+                format!("record length checksum mismatch at offset {pos}"),
+            ));
         }
         let len = u32::from_le_bytes(lenb) as usize;
         let pcrc = u32::from_le_bytes(buf[pos + 8..pos + 12].try_into().unwrap());
@@ -216,20 +270,29 @@ pub(crate) fn read_wal(path: &Path, seq: u64, last: bool, repair: bool) -> Resul
                 torn = Some(format!("checksum mismatch in final record at offset {pos}"));
                 break;
             }
-            return Err(Error::corrupt(path, format!("record checksum mismatch at offset {pos}")));
+            return Err(Error::corrupt(
+                path,
+                format!("record checksum mismatch at offset {pos}"),
+            ));
         }
         out.push(payload.to_vec());
         pos += REC_HEADER + len;
     }
     if let Some(why) = torn {
         if !last {
-            return Err(Error::corrupt(path, format!("{why} in a log that is not the newest")));
+            return Err(Error::corrupt(
+                path,
+                format!("{why} in a log that is not the newest"),
+            ));
         }
         if !repair {
             return Ok((out, pos as u64));
         }
         // A torn tail is a write that was never acknowledged: drop it.
-        let f = OpenOptions::new().write(true).open(path).map_err(|e| Error::io(path, e))?;
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
         f.set_len(pos as u64).map_err(|e| Error::io(path, e))?;
         f.sync_all().map_err(|e| Error::io(path, e))?;
     }

@@ -22,19 +22,25 @@ fn readers_see_stable_values_throughout_writes_and_merges() {
                 let mut i = t;
                 while !stop.load(Ordering::Relaxed) {
                     let c = ix.query_hash(stable[i % stable.len()]).unwrap();
-                    assert!(c.iter().any(|id| id == "stable"), "stable value {i} missing");
+                    assert!(
+                        c.iter().any(|id| id == "stable"),
+                        "stable value {i} missing"
+                    );
                     i += 7;
                     queries.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
         for round in 0..60i64 {
-            let hs: Vec<u64> = (0..3000).map(|v| needle_index::hash_i64(1_000_000 + round * 10_000 + v)).collect();
+            let hs: Vec<u64> = (0..3000)
+                .map(|v| needle_index::hash_i64(1_000_000 + round * 10_000 + v))
+                .collect();
             let id = format!("churn-{}", round % 7);
             ix.append_hashes(&id, &hs).unwrap();
             ix.delete_hashes(&id, &hs[..500]).unwrap();
             if round % 5 == 4 {
-                ix.remove_partition(&format!("churn-{}", (round + 3) % 7)).ok();
+                ix.remove_partition(&format!("churn-{}", (round + 3) % 7))
+                    .ok();
             }
             if round % 3 == 0 {
                 ix.flush().unwrap();
@@ -56,7 +62,9 @@ fn deletes_during_rebuilding_merges_are_carried_over() {
     let ix = create(dir.path(), 500, 16);
     let mut kept: Vec<u64> = Vec::new();
     for round in 0..12i64 {
-        let vals: Vec<u64> = (0..4000).map(|v| needle_index::hash_i64(round * 100_000 + v)).collect();
+        let vals: Vec<u64> = (0..4000)
+            .map(|v| needle_index::hash_i64(round * 100_000 + v))
+            .collect();
         ix.append_hashes("dup", &vals[..2000]).unwrap();
         ix.append_hashes("dup", &vals[2000..]).unwrap();
         ix.flush().unwrap();
@@ -73,7 +81,12 @@ fn deletes_during_rebuilding_merges_are_carried_over() {
                 ix.merge().unwrap();
             }
         });
-        let total: u64 = ix.partitions().iter().filter(|p| !p.removed).map(|p| p.values).sum();
+        let total: u64 = ix
+            .partitions()
+            .iter()
+            .filter(|p| !p.removed)
+            .map(|p| p.values)
+            .sum();
         assert_eq!(total, kept.len() as u64);
     }
     ix.merge().unwrap();

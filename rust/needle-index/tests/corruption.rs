@@ -21,7 +21,9 @@ fn build() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let ix = create(dir.path(), 100, 16);
     for p in 0..4 {
-        let hs: Vec<u64> = (0..200).map(|v| needle_index::hash_i64(p * 1000 + v)).collect();
+        let hs: Vec<u64> = (0..200)
+            .map(|v| needle_index::hash_i64(p * 1000 + v))
+            .collect();
         ix.append_hashes(&format!("p{p}"), &hs).unwrap();
         if p == 1 {
             ix.flush().unwrap();
@@ -46,7 +48,10 @@ fn expect_corrupt(dir: &Path, file: &Path) {
     match Index::open(dir, fast_opts()) {
         Err(e @ Error::Corrupt { .. }) => {
             let msg = e.to_string();
-            assert!(msg.contains(&*file.file_name().unwrap().to_string_lossy()), "{msg}");
+            assert!(
+                msg.contains(&*file.file_name().unwrap().to_string_lossy()),
+                "{msg}"
+            );
         }
         Err(e) => panic!("expected a corruption error, got {e}"),
         Ok(_) => panic!("damaged {} was accepted", file.display()),
@@ -98,9 +103,14 @@ fn segment_row_damage_is_detected_on_read() {
     flip(&seg, len - 100);
     let ix = Index::open(d.path(), fast_opts()).unwrap();
     let e = ix.verify().unwrap_err();
-    assert!(matches!(e, Error::Corrupt { .. }) && e.to_string().contains("seg-"), "{e}");
+    assert!(
+        matches!(e, Error::Corrupt { .. }) && e.to_string().contains("seg-"),
+        "{e}"
+    );
     // Some query reads the damaged row and must fail rather than answer.
-    let errors = (0..5000).filter(|&v| ix.query_hash(needle_index::hash_i64(v)).is_err()).count();
+    let errors = (0..5000)
+        .filter(|&v| ix.query_hash(needle_index::hash_i64(v)).is_err())
+        .count();
     assert!(errors > 0);
 }
 
@@ -127,9 +137,16 @@ fn torn_wal_tail_is_truncated_and_earlier_records_survive() {
     truncate(&wal, 7);
     let ix = Index::open(d.path(), fast_opts()).unwrap();
     let ids: Vec<String> = ix.partitions().into_iter().map(|p| p.id).collect();
-    assert_eq!(ids, ["p0", "p1", "p2"], "the torn p3 append is dropped, p2 kept");
+    assert_eq!(
+        ids,
+        ["p0", "p1", "p2"],
+        "the torn p3 append is dropped, p2 kept"
+    );
     for v in 0..200 {
-        assert!(ix.query_hash(needle_index::hash_i64(2000 + v)).unwrap().contains(&"p2".to_string()));
+        assert!(ix
+            .query_hash(needle_index::hash_i64(2000 + v))
+            .unwrap()
+            .contains(&"p2".to_string()));
     }
     drop(ix);
     // Recovery is durable: the next open sees a clean log.
@@ -150,20 +167,35 @@ fn missing_segment_is_reported() {
 fn second_writer_is_refused() {
     let d = build();
     let _a = Index::open(d.path(), fast_opts()).unwrap();
-    assert!(matches!(Index::open(d.path(), fast_opts()), Err(Error::Locked(_))));
+    assert!(matches!(
+        Index::open(d.path(), fast_opts()),
+        Err(Error::Locked(_))
+    ));
 }
 
 #[test]
 fn read_only_opens_share_and_refuse_writes() {
     let d = build();
-    let ro = needle_index::Options { read_only: true, ..fast_opts() };
+    let ro = needle_index::Options {
+        read_only: true,
+        ..fast_opts()
+    };
     let a = Index::open(d.path(), ro).unwrap();
     let b = Index::open(d.path(), ro).unwrap();
     assert_eq!(a.partitions().len(), 4);
-    assert!(b.query_hash(needle_index::hash_i64(3000)).unwrap().contains(&"p3".to_string()));
-    assert!(matches!(a.append_hashes("x", &[1]), Err(Error::InvalidArgument(_))));
+    assert!(b
+        .query_hash(needle_index::hash_i64(3000))
+        .unwrap()
+        .contains(&"p3".to_string()));
+    assert!(matches!(
+        a.append_hashes("x", &[1]),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(matches!(a.flush(), Err(Error::InvalidArgument(_))));
-    assert!(matches!(Index::open(d.path(), fast_opts()), Err(Error::Locked(_))));
+    assert!(matches!(
+        Index::open(d.path(), fast_opts()),
+        Err(Error::Locked(_))
+    ));
     drop((a, b));
     // A torn tail is ignored but left alone by a read-only open, and repaired by a writer.
     let wal = files(d.path(), "wal-").remove(0);
@@ -171,7 +203,13 @@ fn read_only_opens_share_and_refuse_writes() {
     let len = std::fs::metadata(&wal).unwrap().len();
     assert_eq!(Index::open(d.path(), ro).unwrap().partitions().len(), 3);
     assert_eq!(std::fs::metadata(&wal).unwrap().len(), len);
-    assert_eq!(Index::open(d.path(), fast_opts()).unwrap().partitions().len(), 3);
+    assert_eq!(
+        Index::open(d.path(), fast_opts())
+            .unwrap()
+            .partitions()
+            .len(),
+        3
+    );
     assert!(std::fs::metadata(&wal).unwrap().len() < len);
 }
 
@@ -197,17 +235,24 @@ fn leftovers_of_interrupted_flush_and_merge_are_recovered() {
     assert_eq!(ix.partitions().len(), 4);
     for p in 0..4i64 {
         for v in 0..200 {
-            assert!(ix.query_hash(needle_index::hash_i64(p * 1000 + v)).unwrap().contains(&format!("p{p}")));
+            assert!(ix
+                .query_hash(needle_index::hash_i64(p * 1000 + v))
+                .unwrap()
+                .contains(&format!("p{p}")));
         }
     }
     assert!(!d.path().join("seg-00000000000000ff.nseg").exists());
     assert!(!d.path().join("MANIFEST.tmp").exists());
     assert!(!d.path().join("wal-0000000000000000.log").exists());
     // The index keeps working: writes land in the newest log and survive a reopen.
-    ix.append_hashes("p9", &[needle_index::hash_i64(-9)]).unwrap();
+    ix.append_hashes("p9", &[needle_index::hash_i64(-9)])
+        .unwrap();
     drop(ix);
     let ix = Index::open(d.path(), fast_opts()).unwrap();
-    assert!(ix.query_hash(needle_index::hash_i64(-9)).unwrap().contains(&"p9".to_string()));
+    assert!(ix
+        .query_hash(needle_index::hash_i64(-9))
+        .unwrap()
+        .contains(&"p9".to_string()));
     ix.flush().unwrap();
     ix.merge().unwrap();
     assert_eq!(ix.partitions().len(), 5);

@@ -19,7 +19,9 @@ fn check(bits: u32, buckets: u32, parts: u64, per: u64, tolerance: f64) {
     let ix = create(dir.path(), buckets, bits);
     for p in 0..parts {
         // Synthetic partitions of consecutive values, as in the blog post's benchmarks.
-        let hs: Vec<u64> = (p * per..(p + 1) * per).map(|v| needle_index::hash_i64(v as i64)).collect();
+        let hs: Vec<u64> = (p * per..(p + 1) * per)
+            .map(|v| needle_index::hash_i64(v as i64))
+            .collect();
         ix.append_hashes(&format!("p{p}"), &hs).unwrap();
     }
     ix.flush().unwrap();
@@ -37,10 +39,16 @@ fn check(bits: u32, buckets: u32, parts: u64, per: u64, tolerance: f64) {
     let measured = hits as f64 / (probes as f64 * parts as f64);
     let expected = st.expected_fpr;
     eprintln!("f={bits} B={buckets} occupancy={:.3} expected={expected:.3e} measured={measured:.3e} ({hits} matches)", st.occupancy);
-    assert!((measured / expected - 1.0).abs() < tolerance, "measured {measured} vs expected {expected}");
+    assert!(
+        (measured / expected - 1.0).abs() < tolerance,
+        "measured {measured} vs expected {expected}"
+    );
     if bits == 16 {
         let distinct = candidates as f64 / (probes as f64 / 8.0 * parts as f64);
-        assert!((distinct / expected - 1.0).abs() < 0.3, "distinct-partition rate {distinct} vs {expected}");
+        assert!(
+            (distinct / expected - 1.0).abs() < 0.3,
+            "distinct-partition rate {distinct} vs {expected}"
+        );
     }
 }
 
@@ -62,6 +70,8 @@ fn fpr_32_bit_fingerprints_is_negligible() {
     let hs: Vec<u64> = (0..2_500).map(needle_index::hash_i64).collect();
     ix.append_hashes("p", &hs).unwrap();
     ix.flush().unwrap();
-    let hits: usize = absent_hashes(1_000_000, 5).map(|h| ix.count_candidates(h).unwrap()).sum();
+    let hits: usize = absent_hashes(1_000_000, 5)
+        .map(|h| ix.count_candidates(h).unwrap())
+        .sum();
     assert!(hits <= 2, "{hits}");
 }

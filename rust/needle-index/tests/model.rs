@@ -50,7 +50,9 @@ fn run(ops: Vec<Op>, buckets: u32, bits: u32) {
             }
             Op::Delete { part, pick } => {
                 let id = format!("p{part}");
-                let Some(vals) = m.parts.get_mut(&id) else { continue };
+                let Some(vals) = m.parts.get_mut(&id) else {
+                    continue;
+                };
                 if vals.is_empty() {
                     continue;
                 }
@@ -88,7 +90,10 @@ fn run(ops: Vec<Op>, buckets: u32, bits: u32) {
                     .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("wal-"))
                     .collect();
                 wals.sort();
-                let mut f = std::fs::OpenOptions::new().append(true).open(wals.last().unwrap()).unwrap();
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(wals.last().unwrap())
+                    .unwrap();
                 // A plausible torn record: a valid length header, then too few bytes.
                 let len = 1000u32.to_le_bytes();
                 f.write_all(&len).unwrap();
@@ -102,7 +107,10 @@ fn run(ops: Vec<Op>, buckets: u32, bits: u32) {
     }
     let ix = ix.unwrap();
     let st = ix.stats();
-    assert_eq!(st.values, m.parts.values().map(|v| v.len() as u64).sum::<u64>());
+    assert_eq!(
+        st.values,
+        m.parts.values().map(|v| v.len() as u64).sum::<u64>()
+    );
     assert_eq!(st.distinct_ids, m.parts.len());
     ix.flush().unwrap();
     ix.merge().unwrap();
@@ -148,14 +156,18 @@ fn long_sequence_with_background_merger() {
     let mut m = Model::default();
     let mut st = 42u64;
     let mut next = || {
-        st = st.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        st = st
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         st >> 11
     };
     for round in 0..300u64 {
         let id = format!("part-{}", next() % 40);
         match next() % 10 {
             0..=5 => {
-                let hs: Vec<u64> = (0..next() % 2000).map(|i| needle_index::hash_i64((round * 10_000 + i) as i64)).collect();
+                let hs: Vec<u64> = (0..next() % 2000)
+                    .map(|i| needle_index::hash_i64((round * 10_000 + i) as i64))
+                    .collect();
                 ix.append_hashes(&id, &hs).unwrap();
                 m.parts.entry(id).or_default().extend(hs);
             }
@@ -191,7 +203,9 @@ fn simd_and_portable_scans_answer_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let ix = create(dir.path(), 300, 8);
     for p in 0..50 {
-        let hs: Vec<u64> = (0..500).map(|i| needle_index::hash_i64(p * 1000 + i)).collect();
+        let hs: Vec<u64> = (0..500)
+            .map(|i| needle_index::hash_i64(p * 1000 + i))
+            .collect();
         ix.append_hashes(&format!("p{p}"), &hs).unwrap();
     }
     ix.flush().unwrap();
@@ -201,8 +215,17 @@ fn simd_and_portable_scans_answer_the_same() {
         if !imp.supported() {
             continue;
         }
-        let ix = Index::open(dir.path(), needle_index::Options { scan: imp, ..fast_opts() }).unwrap();
-        let a: Vec<Vec<String>> = (0..20_000).map(|v| ix.query_hash(needle_index::hash_i64(v)).unwrap()).collect();
+        let ix = Index::open(
+            dir.path(),
+            needle_index::Options {
+                scan: imp,
+                ..fast_opts()
+            },
+        )
+        .unwrap();
+        let a: Vec<Vec<String>> = (0..20_000)
+            .map(|v| ix.query_hash(needle_index::hash_i64(v)).unwrap())
+            .collect();
         answers.push(a);
     }
     for a in &answers[1..] {
@@ -220,12 +243,22 @@ fn merge_shrinks_partitions_after_deletes_and_combines_entries() {
     ix.flush().unwrap();
     ix.append_hashes("split", &hs[3000..6000]).unwrap();
     ix.flush().unwrap();
-    let before: u32 = ix.partitions().iter().filter(|p| p.id == "big").map(|p| p.slots).sum();
+    let before: u32 = ix
+        .partitions()
+        .iter()
+        .filter(|p| p.id == "big")
+        .map(|p| p.slots)
+        .sum();
     ix.delete_hashes("big", &hs[..18_000]).unwrap();
     ix.merge().unwrap();
     let parts = ix.partitions();
     let big = parts.iter().find(|p| p.id == "big").unwrap();
-    assert!(big.slots < before, "{} slots before, {} after", before, big.slots);
+    assert!(
+        big.slots < before,
+        "{} slots before, {} after",
+        before,
+        big.slots
+    );
     assert_eq!(big.values, 2000);
     assert_eq!(parts.iter().filter(|p| p.id == "split").count(), 1);
     for &h in &hs[18_000..] {

@@ -37,7 +37,9 @@ fn args() -> (String, Vec<String>, HashMap<String, String>) {
 }
 
 fn flag<T: std::str::FromStr>(f: &HashMap<String, String>, k: &str, d: T) -> T {
-    f.get(k).map(|v| v.parse().unwrap_or_else(|_| panic!("bad --{k}"))).unwrap_or(d)
+    f.get(k)
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad --{k}")))
+        .unwrap_or(d)
 }
 
 fn main() {
@@ -58,24 +60,37 @@ fn occupancy(n: u64) {
     let mut b = 100u32;
     while b < 100_000 {
         let fl = PartitionFilter::build(&hs, b, 16);
-        rows.push(format!("[{b},{},{:.4}]", fl.slots, n as f64 / (b as f64 * fl.slots as f64)));
+        rows.push(format!(
+            "[{b},{},{:.4}]",
+            fl.slots,
+            n as f64 / (b as f64 * fl.slots as f64)
+        ));
         b += 500;
     }
     println!("{{\"experiment\":\"occupancy\",\"values\":{n},\"columns\":[\"buckets\",\"slots\",\"occupancy\"],\"rows\":[{}]}}", rows.join(","));
 }
 
 fn hashes_of(p: u64, e: u64) -> Vec<u64> {
-    ((p * e) as i64..((p + 1) * e) as i64).map(hash_i64).collect()
+    ((p * e) as i64..((p + 1) * e) as i64)
+        .map(hash_i64)
+        .collect()
 }
 
 /// Adds partitions up to P (continuing an existing index), then flushes and merges into one segment.
 fn build(dir: &str, f: &HashMap<String, String>) {
     let p: u64 = flag(f, "partitions", 1000);
     let e: u64 = flag(f, "values", 100_000);
-    let cfg = Config { buckets: flag(f, "buckets", 38_000), fingerprint_bits: flag(f, "bits", 16) };
+    let cfg = Config {
+        buckets: flag(f, "buckets", 38_000),
+        fingerprint_bits: flag(f, "bits", 16),
+    };
     // Bulk load: no fsync per append (the final flush and merge are synced by the
     // manifest protocol); a crash during a bulk load means rerunning it.
-    let opts = Options { sync: false, flush_bytes: 512 << 20, ..Options::default() };
+    let opts = Options {
+        sync: false,
+        flush_bytes: 512 << 20,
+        ..Options::default()
+    };
     let ix = if std::path::Path::new(dir).join("MANIFEST").exists() {
         Index::open(dir, opts).unwrap()
     } else {
@@ -92,7 +107,8 @@ fn build(dir: &str, f: &HashMap<String, String>) {
                 if i >= p {
                     break;
                 }
-                ix.append_hashes(&format!("p{i}"), &hashes_of(i, e)).unwrap();
+                ix.append_hashes(&format!("p{i}"), &hashes_of(i, e))
+                    .unwrap();
             });
         }
     });
@@ -139,7 +155,12 @@ fn schedstat() -> (u64, u64) {
 }
 
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().next().unwrap_or("0").to_string()
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("0")
+        .to_string()
 }
 
 fn pct(sorted: &[u64], q: f64) -> f64 {
@@ -158,7 +179,15 @@ fn query(dir: &str, f: &HashMap<String, String>) {
     let threads: usize = flag(f, "threads", 1);
     let cold = f.contains_key("cold");
     let verify = !f.contains_key("no-verify");
-    let ix = Index::open(dir, Options { verify_reads: verify, read_only: true, ..Options::default() }).unwrap();
+    let ix = Index::open(
+        dir,
+        Options {
+            verify_reads: verify,
+            read_only: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
     let st = ix.stats();
     let width = st.fingerprint_bits as f64 / 8.0;
     let row_bytes = st.slots as f64 / st.buckets as f64 * width;
@@ -187,7 +216,11 @@ fn query(dir: &str, f: &HashMap<String, String>) {
                         rng ^= rng >> 7;
                         rng ^= rng << 17;
                         let present = i % 2 == 0;
-                        let v = if present { (rng % (p * e)) as i64 } else { (p * e + 1_000_000_000_000 + rng % (1 << 40)) as i64 };
+                        let v = if present {
+                            (rng % (p * e)) as i64
+                        } else {
+                            (p * e + 1_000_000_000_000 + rng % (1 << 40)) as i64
+                        };
                         let q = Instant::now();
                         let c = ix.query_hash(hash_i64(v)).unwrap();
                         lat.push(q.elapsed().as_nanos() as u64);
@@ -244,7 +277,10 @@ fn query(dir: &str, f: &HashMap<String, String>) {
 fn append(dir: &str, f: &HashMap<String, String>) {
     let c: u64 = flag(f, "count", 50);
     let e: u64 = flag(f, "values", 100_000);
-    let cfg = Config { buckets: flag(f, "buckets", 38_000), fingerprint_bits: 16 };
+    let cfg = Config {
+        buckets: flag(f, "buckets", 38_000),
+        fingerprint_bits: 16,
+    };
     let _ = std::fs::remove_dir_all(dir);
     let ix = Index::create(dir, cfg, Options::default()).unwrap();
     let inputs: Vec<Vec<u64>> = (0..c).map(|i| hashes_of(i, e)).collect();

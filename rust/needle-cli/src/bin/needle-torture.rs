@@ -13,9 +13,27 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (dir, seed): (&str, u64) = (&args[1], args[2].parse().unwrap());
     let ix = if std::path::Path::new(dir).join("MANIFEST").exists() {
-        Index::open(dir, Options { flush_bytes: 1 << 20, ..Options::default() }).unwrap()
+        Index::open(
+            dir,
+            Options {
+                flush_bytes: 1 << 20,
+                ..Options::default()
+            },
+        )
+        .unwrap()
     } else {
-        Index::create(dir, Config { buckets: 1000, fingerprint_bits: 16 }, Options { flush_bytes: 1 << 20, ..Options::default() }).unwrap()
+        Index::create(
+            dir,
+            Config {
+                buckets: 1000,
+                fingerprint_bits: 16,
+            },
+            Options {
+                flush_bytes: 1 << 20,
+                ..Options::default()
+            },
+        )
+        .unwrap()
     };
     let ix = Arc::new(ix);
     let _merger = ix.start_merger(3, std::time::Duration::from_millis(2));

@@ -17,9 +17,15 @@ impl Model {
         for (id, vals) in &self.parts {
             for &h in vals {
                 let c = ix.query_hash(h).unwrap();
-                assert!(c.contains(id), "false negative: value {h:#x} of partition {id} not found; got {c:?}");
+                assert!(
+                    c.contains(id),
+                    "false negative: value {h:#x} of partition {id} not found; got {c:?}"
+                );
                 for other in &c {
-                    assert!(self.parts.contains_key(other), "removed partition {other} returned");
+                    assert!(
+                        self.parts.contains_key(other),
+                        "removed partition {other} returned"
+                    );
                 }
             }
         }
@@ -27,9 +33,21 @@ impl Model {
 }
 
 pub fn fast_opts() -> Options {
-    Options { sync: false, flush_bytes: 1 << 16, ..Options::default() }
+    Options {
+        sync: false,
+        flush_bytes: 1 << 16,
+        ..Options::default()
+    }
 }
 
 pub fn create(dir: &Path, buckets: u32, bits: u32) -> Index {
-    Index::create(dir, Config { buckets, fingerprint_bits: bits }, fast_opts()).unwrap()
+    Index::create(
+        dir,
+        Config {
+            buckets,
+            fingerprint_bits: bits,
+        },
+        fast_opts(),
+    )
+    .unwrap()
 }

@@ -36,8 +36,14 @@ public final class CassandraClient implements Client {
     /**
      * @param ownsSession whether {@link #close()} closes the session
      */
-    public CassandraClient(CqlSession session, boolean ownsSession, String keyspace, String table, int rowBytes,
-                           ConsistencyLevel consistency, long seed) {
+    public CassandraClient(
+            CqlSession session,
+            boolean ownsSession,
+            String keyspace,
+            String table,
+            int rowBytes,
+            ConsistencyLevel consistency,
+            long seed) {
         this.session = session;
         this.ownsSession = ownsSession;
         this.rowBytes = rowBytes;
@@ -55,8 +61,7 @@ public final class CassandraClient implements Client {
     }
 
     private PreparedStatement prepare(String cql, ConsistencyLevel consistency) {
-        return session.prepare(SimpleStatement.newInstance(cql)
-                .setConsistencyLevel(consistency));
+        return session.prepare(SimpleStatement.newInstance(cql).setConsistencyLevel(consistency));
     }
 
     private ByteBuffer value(long key, int row) {

@@ -51,21 +51,25 @@ final class ClosedLoop {
             Histogram h = newHistogram();
             histograms.add(h);
             SplittableRandom random = new SplittableRandom(KeyChooser.mix64(seed * 1_000_003L + t));
-            Thread w = new Thread(() -> {
-                try {
-                    for (long i = next.getAndIncrement(); i < ops && failure.get() == null; i = next.getAndIncrement()) {
-                        long t0 = System.nanoTime();
-                        boolean ok = op.run(i, random);
-                        h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - t0));
-                        if (!ok) {
-                            wrong.incrementAndGet();
+            Thread w = new Thread(
+                    () -> {
+                        try {
+                            for (long i = next.getAndIncrement();
+                                    i < ops && failure.get() == null;
+                                    i = next.getAndIncrement()) {
+                                long t0 = System.nanoTime();
+                                boolean ok = op.run(i, random);
+                                h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - t0));
+                                if (!ok) {
+                                    wrong.incrementAndGet();
+                                }
+                                progress.incrementAndGet();
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
                         }
-                        progress.incrementAndGet();
-                    }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
-                }
-            }, "needle-bench-client-" + t);
+                    },
+                    "needle-bench-client-" + t);
             workers.add(w);
             w.start();
         }

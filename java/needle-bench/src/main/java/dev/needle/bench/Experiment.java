@@ -2,9 +2,9 @@ package dev.needle.bench;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.RecordComponent;
@@ -33,9 +33,18 @@ import java.util.Map;
  * @param points     the measured points (the rows of the published table)
  * @param seed       seed of every random choice; the same seed gives the same data and key sequence
  */
-public record Experiment(String name, String title, String reproduces, List<String> variants, DataSet dataset,
-                         Load load, List<String> deleteModes, List<String> caches, Run run, List<Point> points,
-                         long seed) {
+public record Experiment(
+        String name,
+        String title,
+        String reproduces,
+        List<String> variants,
+        DataSet dataset,
+        Load load,
+        List<String> deleteModes,
+        List<String> caches,
+        Run run,
+        List<Point> points,
+        long seed) {
 
     /**
      * @param partitions       partitions written; several values make a growing series (one run per size)
@@ -52,8 +61,12 @@ public record Experiment(String name, String title, String reproduces, List<Stri
      * @param flushAfterDelete   flush after the delete phase (tombstones in their own SSTables)
      * @param compactAfterDelete major compaction after the delete phase
      */
-    public record Load(int threads, boolean flushAfterLoad, boolean compactAfterLoad, boolean flushAfterDelete,
-                       boolean compactAfterDelete) {}
+    public record Load(
+            int threads,
+            boolean flushAfterLoad,
+            boolean compactAfterLoad,
+            boolean flushAfterDelete,
+            boolean compactAfterDelete) {}
 
     /**
      * @param op             "lookup" (SELECT of a whole partition) or "insert" (a new partition)
@@ -65,8 +78,15 @@ public record Experiment(String name, String title, String reproduces, List<Stri
      * @param coordinator    "fixed" (every request to node 1) or "token-aware"
      * @param consistency    consistency level of every request, e.g. "ONE"
      */
-    public record Run(String op, int threads, String distribution, int opsPerRound, int rounds, double warmupFraction,
-                      String coordinator, String consistency) {}
+    public record Run(
+            String op,
+            int threads,
+            String distribution,
+            int opsPerRound,
+            int rounds,
+            double warmupFraction,
+            String coordinator,
+            String consistency) {}
 
     /**
      * @param label the row label of the published table (e.g. "25%")
@@ -128,7 +148,8 @@ public record Experiment(String name, String title, String reproduces, List<Stri
         for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
             String f = it.next();
             if (!known.containsKey(f)) {
-                throw new IllegalArgumentException("unknown field '" + path + f + "'; known fields here: " + known.keySet());
+                throw new IllegalArgumentException(
+                        "unknown field '" + path + f + "'; known fields here: " + known.keySet());
             }
         }
         for (Map.Entry<String, RecordComponent> k : known.entrySet()) {
@@ -142,8 +163,11 @@ public record Experiment(String name, String title, String reproduces, List<Stri
             }
             if (t.isRecord() && !child.isNull()) {
                 checkFields(child, t, path + k.getKey() + ".");
-            } else if (t == List.class && k.getValue().getGenericType() instanceof ParameterizedType pt
-                    && pt.getActualTypeArguments()[0] instanceof Class<?> element && element.isRecord() && child.isArray()) {
+            } else if (t == List.class
+                    && k.getValue().getGenericType() instanceof ParameterizedType pt
+                    && pt.getActualTypeArguments()[0] instanceof Class<?> element
+                    && element.isRecord()
+                    && child.isArray()) {
                 for (int i = 0; i < child.size(); i++) {
                     checkFields(child.get(i), element, path + k.getKey() + "[" + i + "].");
                 }
@@ -156,18 +180,36 @@ public record Experiment(String name, String title, String reproduces, List<Stri
         if (!(f > 0)) {
             throw new IllegalArgumentException("scale must be > 0, got " + f);
         }
-        List<Integer> parts = dataset.partitions.stream().map(p -> Math.max(10, (int) Math.round(p * f))).toList();
-        Run r = new Run(run.op, run.threads, run.distribution, Math.max(10, (int) Math.round(run.opsPerRound * f)),
-                run.rounds, run.warmupFraction, run.coordinator, run.consistency);
-        return new Experiment(name, title, reproduces, variants,
-                new DataSet(parts, dataset.rowsPerPartition, dataset.rowBytes, dataset.deletedFraction), load,
-                deleteModes, caches, r, points, seed);
+        List<Integer> parts = dataset.partitions.stream()
+                .map(p -> Math.max(10, (int) Math.round(p * f)))
+                .toList();
+        Run r = new Run(
+                run.op,
+                run.threads,
+                run.distribution,
+                Math.max(10, (int) Math.round(run.opsPerRound * f)),
+                run.rounds,
+                run.warmupFraction,
+                run.coordinator,
+                run.consistency);
+        return new Experiment(
+                name,
+                title,
+                reproduces,
+                variants,
+                new DataSet(parts, dataset.rowsPerPartition, dataset.rowBytes, dataset.deletedFraction),
+                load,
+                deleteModes,
+                caches,
+                r,
+                points,
+                seed);
     }
 
     /** This experiment without its cold-cache runs. */
     public Experiment warmOnly() {
-        return new Experiment(name, title, reproduces, variants, dataset, load, deleteModes, List.of("warm"), run,
-                points, seed);
+        return new Experiment(
+                name, title, reproduces, variants, dataset, load, deleteModes, List.of("warm"), run, points, seed);
     }
 
     /** The experiment as JSON (written into every result file). */
@@ -180,7 +222,9 @@ public record Experiment(String name, String title, String reproduces, List<Stri
     }
 
     void validate() {
-        require(name != null && name.matches("[a-z0-9][a-z0-9-]*"), "'name' must be lower-case letters, digits and dashes");
+        require(
+                name != null && name.matches("[a-z0-9][a-z0-9-]*"),
+                "'name' must be lower-case letters, digits and dashes");
         require(variants != null && !variants.isEmpty(), "'variants' must name at least one of " + Variant.NAMES);
         variants.forEach(Variant::of);
         require(variants.stream().distinct().count() == variants.size(), "'variants' repeats a name");
@@ -188,28 +232,36 @@ public record Experiment(String name, String title, String reproduces, List<Stri
         require(dataset.partitions != null && !dataset.partitions.isEmpty(), "'dataset.partitions' is missing");
         for (int i = 0; i < dataset.partitions.size(); i++) {
             require(dataset.partitions.get(i) > 0, "'dataset.partitions' must be > 0");
-            require(i == 0 || dataset.partitions.get(i) > dataset.partitions.get(i - 1),
+            require(
+                    i == 0 || dataset.partitions.get(i) > dataset.partitions.get(i - 1),
                     "'dataset.partitions' must grow (the data of one size is kept for the next)");
         }
         require(dataset.rowsPerPartition >= 1, "'dataset.rows_per_partition' must be >= 1");
         require(dataset.rowBytes >= 0 && dataset.rowBytes <= 1 << 20, "'dataset.row_bytes' must be 0..1048576");
-        require(dataset.deletedFraction >= 0 && dataset.deletedFraction <= 1, "'dataset.deleted_fraction' must be in [0, 1]");
+        require(
+                dataset.deletedFraction >= 0 && dataset.deletedFraction <= 1,
+                "'dataset.deleted_fraction' must be in [0, 1]");
         require(load != null && load.threads >= 1, "'load.threads' must be >= 1");
         require(deleteModes != null && !deleteModes.isEmpty(), "'delete_modes' is missing");
         for (String m : deleteModes) {
-            require(List.of("partition", "row", "none").contains(m), "delete mode '" + m + "' is not one of partition, row, none");
+            require(
+                    List.of("partition", "row", "none").contains(m),
+                    "delete mode '" + m + "' is not one of partition, row, none");
         }
         require(caches != null && !caches.isEmpty(), "'caches' is missing");
         for (String c : caches) {
             require(c.equals("warm") || c.equals("cold"), "cache '" + c + "' is not warm or cold");
         }
         require(run != null, "'run' is missing");
-        require(run.op != null && (run.op.equals("lookup") || run.op.equals("insert")), "'run.op' must be lookup or insert");
+        require(
+                run.op != null && (run.op.equals("lookup") || run.op.equals("insert")),
+                "'run.op' must be lookup or insert");
         require(run.threads >= 1, "'run.threads' must be >= 1");
         KeyChooser.Distribution.of(run.distribution);
         require(run.opsPerRound >= 1 && run.rounds >= 1, "'run.ops_per_round' and 'run.rounds' must be >= 1");
         require(run.warmupFraction >= 0, "'run.warmup_fraction' must be >= 0");
-        require(run.coordinator != null && (run.coordinator.equals("fixed") || run.coordinator.equals("token-aware")),
+        require(
+                run.coordinator != null && (run.coordinator.equals("fixed") || run.coordinator.equals("token-aware")),
                 "'run.coordinator' must be fixed or token-aware");
         require(run.consistency != null, "'run.consistency' is missing (e.g. ONE)");
         require(points != null && !points.isEmpty(), "'points' is missing");
@@ -217,7 +269,9 @@ public record Experiment(String name, String title, String reproduces, List<Stri
         for (Point p : points) {
             require(p.label != null, "every point needs a 'label'");
             if (isInsert()) {
-                require(p.load != null && p.load >= 0 && p.load <= 1, "insert point '" + p.label + "' needs 'load' in [0, 1]");
+                require(
+                        p.load != null && p.load >= 0 && p.load <= 1,
+                        "insert point '" + p.label + "' needs 'load' in [0, 1]");
                 require(p.mix == null, "insert point '" + p.label + "' takes no 'mix'");
                 require(p.load >= lastLoad, "insert points must be ordered by growing 'load' (data is only added)");
                 lastLoad = p.load;
@@ -225,15 +279,18 @@ public record Experiment(String name, String title, String reproduces, List<Stri
                 require(p.mix != null && !p.mix.isEmpty(), "lookup point '" + p.label + "' needs a 'mix'");
                 double sum = 0;
                 for (Map.Entry<String, Double> m : p.mix.entrySet()) {
-                    require(POOLS.contains(m.getKey()), "point '" + p.label + "': pool '" + m.getKey()
-                            + "' is not one of " + POOLS);
+                    require(
+                            POOLS.contains(m.getKey()),
+                            "point '" + p.label + "': pool '" + m.getKey() + "' is not one of " + POOLS);
                     require(m.getValue() >= 0, "point '" + p.label + "': negative fraction");
                     sum += m.getValue();
                 }
                 require(Math.abs(sum - 1) < 1e-9, "point '" + p.label + "': the mix sums to " + sum + ", not 1");
-                require(!(p.mix.getOrDefault("deleted", 0.0) > 0 && dataset.deletedFraction == 0),
+                require(
+                        !(p.mix.getOrDefault("deleted", 0.0) > 0 && dataset.deletedFraction == 0),
                         "point '" + p.label + "' looks up deleted keys but 'dataset.deleted_fraction' is 0");
-                require(!(p.mix.getOrDefault("deleted", 0.0) > 0 && deleteModes.contains("none")),
+                require(
+                        !(p.mix.getOrDefault("deleted", 0.0) > 0 && deleteModes.contains("none")),
                         "point '" + p.label + "' looks up deleted keys but 'delete_modes' has none");
             }
         }

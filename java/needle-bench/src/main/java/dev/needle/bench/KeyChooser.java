@@ -14,7 +14,9 @@ import java.util.SplittableRandom;
 public final class KeyChooser {
     /** The key distributions an experiment may name. */
     public enum Distribution {
-        UNIFORM("uniform"), ZIPF_CLUSTERED("zipf-clustered"), ZIPF_SCATTERED("zipf-scattered");
+        UNIFORM("uniform"),
+        ZIPF_CLUSTERED("zipf-clustered"),
+        ZIPF_SCATTERED("zipf-scattered");
 
         final String label;
 
@@ -29,7 +31,8 @@ public final class KeyChooser {
                     return d;
                 }
             }
-            throw new IllegalArgumentException("distribution '" + label + "' is not one of uniform, zipf-clustered, zipf-scattered");
+            throw new IllegalArgumentException(
+                    "distribution '" + label + "' is not one of uniform, zipf-clustered, zipf-scattered");
         }
     }
 

@@ -13,7 +13,10 @@ import java.util.SplittableRandom;
  */
 public final class KeySpace {
     /** How a deleted partition was deleted. */
-    public enum DeleteMode { PARTITION, ROW }
+    public enum DeleteMode {
+        PARTITION,
+        ROW
+    }
 
     /** Never-written keys are {@code ABSENT_BASE + i}: far above any written key. */
     public static final long ABSENT_BASE = 1L << 48;
@@ -99,7 +102,10 @@ public final class KeySpace {
         private final KeyChooser[] choosers;
 
         public LookupKeys(Pools pools, Map<String, Double> mix, DeleteMode deleted, KeyChooser.Distribution d) {
-            List<Map.Entry<String, Double>> parts = mix.entrySet().stream().filter(e -> e.getValue() > 0).sorted(Map.Entry.comparingByKey()).toList();
+            List<Map.Entry<String, Double>> parts = mix.entrySet().stream()
+                    .filter(e -> e.getValue() > 0)
+                    .sorted(Map.Entry.comparingByKey())
+                    .toList();
             names = new String[parts.size()];
             cumulative = new double[parts.size()];
             this.pools = new long[parts.size()][];
@@ -111,8 +117,8 @@ public final class KeySpace {
                 cumulative[i] = c;
                 this.pools[i] = pools.named(names[i], deleted);
                 if (this.pools[i].length == 0) {
-                    throw new IllegalArgumentException("the '" + names[i] + "' pool is empty: the data set is too small "
-                            + "or its deleted fraction is 0");
+                    throw new IllegalArgumentException("the '" + names[i]
+                            + "' pool is empty: the data set is too small " + "or its deleted fraction is 0");
                 }
                 choosers[i] = new KeyChooser(d, this.pools[i].length);
             }

@@ -16,7 +16,9 @@ final class Machine {
         m.put("cpu", firstValue(Path.of("/proc/cpuinfo"), "model name"));
         m.put("cores", Runtime.getRuntime().availableProcessors());
         String mem = firstValue(Path.of("/proc/meminfo"), "MemTotal");
-        m.put("memory_gib", mem == null ? null : Math.round(Long.parseLong(mem.replaceAll("[^0-9]", "")) / 1048576.0 * 10) / 10.0);
+        m.put(
+                "memory_gib",
+                mem == null ? null : Math.round(Long.parseLong(mem.replaceAll("[^0-9]", "")) / 1048576.0 * 10) / 10.0);
         m.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version"));
         m.put("java", System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
         m.put("load_average", loadAverage());

@@ -93,10 +93,13 @@ public final class Main {
         List<String> up = new ArrayList<>(List.of("--heap", heap));
         try (LocalCluster cluster = LocalCluster.start(tool, jar, clusterDir, 1, up.toArray(new String[0]))) {
             // Ctrl-C skips finally blocks: stop the node from a shutdown hook too.
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                stopping = true;
-                cluster.close();
-            }, "needle-bench-stop-cluster"));
+            Runtime.getRuntime()
+                    .addShutdownHook(new Thread(
+                            () -> {
+                                stopping = true;
+                                cluster.close();
+                            },
+                            "needle-bench-stop-cluster"));
             Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
                     .note("command", "needle-bench " + String.join(" ", args))
                     .note("node_heap", heap)
@@ -116,7 +119,8 @@ public final class Main {
             return 2;
         } catch (IOException | RuntimeException ex) {
             if (stopping) {
-                System.err.println("needle-bench: interrupted; the node is stopped and results.json holds the points measured so far");
+                System.err.println(
+                        "needle-bench: interrupted; the node is stopped and results.json holds the points measured so far");
                 return 1;
             }
             System.err.println("needle-bench: the run failed: " + ex.getMessage());

@@ -45,7 +45,8 @@ final class Progress implements AutoCloseable {
         double rate = secs > 0 ? d / secs : 0;
         String pct = total > 0 ? String.format("%3d%%", Math.min(100, d * 100 / total)) : "";
         String eta = !last && rate > 0 && total > d ? String.format(", %.0f s left", (total - d) / rate) : "";
-        String line = String.format("%s %s %,d/%,d %s (%,.0f/s, %.0f s%s)", label, pct, d, total, unit, rate, secs, eta);
+        String line =
+                String.format("%s %s %,d/%,d %s (%,.0f/s, %.0f s%s)", label, pct, d, total, unit, rate, secs, eta);
         if (terminal) {
             out.print("\r\033[K" + line + (last ? "\n" : ""));
         } else {

@@ -29,7 +29,9 @@ final class Report {
         boolean growing = runs.stream().map(r -> r.get("partitions")).distinct().count() > 1;
         StringBuilder b = new StringBuilder();
         b.append(result.get("title")).append('\n');
-        b.append("median (p99) latency in ms per ").append(runs.get(0).containsKey("load") ? "insert" : "lookup").append('\n');
+        b.append("median (p99) latency in ms per ")
+                .append(runs.get(0).containsKey("load") ? "insert" : "lookup")
+                .append('\n');
         b.append(String.format("%-58s", "run"));
         for (String v : variants) {
             b.append(String.format(" %22s", v));
@@ -47,9 +49,16 @@ final class Report {
             }
             Object ratio = r.get("ratio_p50_stock_over_cuckoo");
             Map<?, ?> cuckoo = (Map<?, ?>) byVariant.get("needle-cuckoo");
-            String skipped = cuckoo == null || cuckoo.get("needle_skipped") == null ? "-" : String.format("%.1f%%",
-                    100.0 * ((Number) cuckoo.get("needle_skipped")).doubleValue() / ((Number) cuckoo.get("count")).doubleValue());
-            b.append(String.format(" %16s %15s%n", ratio == null ? "-" : String.format("%.2fx", ((Number) ratio).doubleValue()),
+            String skipped = cuckoo == null || cuckoo.get("needle_skipped") == null
+                    ? "-"
+                    : String.format(
+                            "%.1f%%",
+                            100.0
+                                    * ((Number) cuckoo.get("needle_skipped")).doubleValue()
+                                    / ((Number) cuckoo.get("count")).doubleValue());
+            b.append(String.format(
+                    " %16s %15s%n",
+                    ratio == null ? "-" : String.format("%.2fx", ((Number) ratio).doubleValue()),
                     r.containsKey("load") ? "-" : skipped));
         }
         return b.toString();

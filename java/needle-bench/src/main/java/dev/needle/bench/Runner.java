@@ -93,11 +93,17 @@ public final class Runner {
         result.put("runs", runs);
         session = cluster.session(1, e.run().coordinator().equals("token-aware"));
         try {
-            result.put("cassandra_version", session.execute("SELECT release_version FROM system.local").one().getString(0));
+            result.put(
+                    "cassandra_version",
+                    session.execute("SELECT release_version FROM system.local")
+                            .one()
+                            .getString(0));
             createSchema();
             for (Variant v : variants) {
-                clients.put(v.name(), new CassandraClient(session, false, KEYSPACE, v.table(), e.dataset().rowBytes(),
-                        consistency, e.seed()));
+                clients.put(
+                        v.name(),
+                        new CassandraClient(
+                                session, false, KEYSPACE, v.table(), e.dataset().rowBytes(), consistency, e.seed()));
             }
             if (e.isInsert()) {
                 runInserts();
@@ -116,7 +122,8 @@ public final class Runner {
     }
 
     private void createSchema() {
-        log.println("creating keyspace " + KEYSPACE + " with tables " + variants.stream().map(Variant::table).toList());
+        log.println("creating keyspace " + KEYSPACE + " with tables "
+                + variants.stream().map(Variant::table).toList());
         session.execute("DROP KEYSPACE IF EXISTS " + KEYSPACE);
         session.execute("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
                 + "'replication_factor': " + cluster.nodes() + "}");
@@ -137,9 +144,14 @@ public final class Runner {
             written = size;
             waitNeedleReady();
             KeySpace.Pools pools = keySpace.pools(size);
-            log.printf("data set: %,d partitions (%,d live, %,d deleted by partition, %,d row by row), %d rows of %d bytes each%n",
-                    size, pools.live().length, pools.byPartition().length, pools.byRow().length,
-                    e.dataset().rowsPerPartition(), e.dataset().rowBytes());
+            log.printf(
+                    "data set: %,d partitions (%,d live, %,d deleted by partition, %,d row by row), %d rows of %d bytes each%n",
+                    size,
+                    pools.live().length,
+                    pools.byPartition().length,
+                    pools.byRow().length,
+                    e.dataset().rowsPerPartition(),
+                    e.dataset().rowBytes());
             Map<String, Object> sizes = tableBytes();
             for (String cache : e.caches()) {
                 for (String mode : e.deleteModes()) {
@@ -159,11 +171,17 @@ public final class Runner {
         int rows = e.dataset().rowsPerPartition();
         long total = (long) (to - from) * variants.size();
         try (Progress pr = new Progress("load", total, "partitions")) {
-            ClosedLoop.run(e.load().threads(), total, e.seed(), (i, r) -> {
-                long key = from + i / variants.size();
-                clients.get(variants.get((int) (i % variants.size())).name()).insert(key, 0, rows);
-                return true;
-            }, pr.done);
+            ClosedLoop.run(
+                    e.load().threads(),
+                    total,
+                    e.seed(),
+                    (i, r) -> {
+                        long key = from + i / variants.size();
+                        clients.get(variants.get((int) (i % variants.size())).name())
+                                .insert(key, 0, rows);
+                        return true;
+                    },
+                    pr.done);
         }
         settle(e.load().flushAfterLoad(), e.load().compactAfterLoad());
     }
@@ -181,16 +199,22 @@ public final class Runner {
         int rows = e.dataset().rowsPerPartition();
         long total = (long) keys.size() * variants.size();
         try (Progress pr = new Progress("delete", total, "partitions")) {
-            ClosedLoop.run(e.load().threads(), total, e.seed(), (i, r) -> {
-                long key = keys.get((int) (i / variants.size()));
-                Client c = clients.get(variants.get((int) (i % variants.size())).name());
-                if (keySpace.deletedBy(key) == DeleteMode.PARTITION) {
-                    c.deletePartition(key);
-                } else {
-                    c.deleteRows(key, 0, rows);
-                }
-                return true;
-            }, pr.done);
+            ClosedLoop.run(
+                    e.load().threads(),
+                    total,
+                    e.seed(),
+                    (i, r) -> {
+                        long key = keys.get((int) (i / variants.size()));
+                        Client c = clients.get(
+                                variants.get((int) (i % variants.size())).name());
+                        if (keySpace.deletedBy(key) == DeleteMode.PARTITION) {
+                            c.deletePartition(key);
+                        } else {
+                            c.deleteRows(key, 0, rows);
+                        }
+                        return true;
+                    },
+                    pr.done);
         }
         settle(e.load().flushAfterDelete(), e.load().compactAfterDelete());
     }
@@ -211,18 +235,26 @@ public final class Runner {
         long deadline = System.nanoTime() + Duration.ofMinutes(30).toNanos();
         while (cluster.gauge(1, "org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("compactions still pending after 30 minutes; see 'needle-cluster nodetool 1 compactionstats'");
+                throw new IllegalStateException(
+                        "compactions still pending after 30 minutes; see 'needle-cluster nodetool 1 compactionstats'");
             }
             sleep(500);
         }
     }
 
-    private void measureLookups(int size, Map<String, Object> sizes, String cache, DeleteMode mode,
-                                Experiment.Point p, KeySpace.Pools pools) throws IOException {
-        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(pools, p.mix(), mode,
-                KeyChooser.Distribution.of(e.run().distribution()));
+    private void measureLookups(
+            int size,
+            Map<String, Object> sizes,
+            String cache,
+            DeleteMode mode,
+            Experiment.Point p,
+            KeySpace.Pools pools)
+            throws IOException {
+        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(
+                pools, p.mix(), mode, KeyChooser.Distribution.of(e.run().distribution()));
         int rows = e.dataset().rowsPerPartition();
-        String where = String.format("%s cache, %s, %s", cache, mode == null ? "no deletes" : deleteLabel(mode), p.label());
+        String where =
+                String.format("%s cache, %s, %s", cache, mode == null ? "no deletes" : deleteLabel(mode), p.label());
         ClosedLoop.Op[] ops = new ClosedLoop.Op[variants.size()];
         for (int v = 0; v < variants.size(); v++) {
             Client c = clients.get(variants.get(v).name());
@@ -269,8 +301,13 @@ public final class Runner {
                     return true;
                 };
             }
-            Map<String, Object> run = measure("warm cache, " + p.label(), "warm", ops, p,
-                    () -> next[0] += e.run().opsPerRound(), w -> next[0] += w);
+            Map<String, Object> run = measure(
+                    "warm cache, " + p.label(),
+                    "warm",
+                    ops,
+                    p,
+                    () -> next[0] += e.run().opsPerRound(),
+                    w -> next[0] += w);
             run.put("partitions_before_warmup", before);
             run.put("load", p.load());
             run.put("cache", "warm");
@@ -283,7 +320,7 @@ public final class Runner {
 
     private Map<String, Object> measure(String where, String cache, ClosedLoop.Op[] ops, Experiment.Point p)
             throws IOException {
-        return measure(where, cache, ops, p, () -> { }, w -> { });
+        return measure(where, cache, ops, p, () -> {}, w -> {});
     }
 
     /**
@@ -291,8 +328,13 @@ public final class Runner {
      * (given the warm-up's operation count) and {@code afterRound} let inserts move to fresh keys.
      * Returns the run's result entry.
      */
-    private Map<String, Object> measure(String where, String cache, ClosedLoop.Op[] ops, Experiment.Point p,
-                                        Runnable afterRound, java.util.function.LongConsumer afterWarmup)
+    private Map<String, Object> measure(
+            String where,
+            String cache,
+            ClosedLoop.Op[] ops,
+            Experiment.Point p,
+            Runnable afterRound,
+            java.util.function.LongConsumer afterWarmup)
             throws IOException {
         Experiment.Run r = e.run();
         int n = variants.size();
@@ -344,7 +386,8 @@ public final class Runner {
             }
             byVariant.put(variants.get(v).name(), s);
             if (wrong[v] > 0) {
-                log.printf("WRONG RESULTS: %s returned wrong row counts for %,d operations at %s%n",
+                log.printf(
+                        "WRONG RESULTS: %s returned wrong row counts for %,d operations at %s%n",
                         variants.get(v).name(), wrong[v], where);
             }
         }
@@ -402,8 +445,10 @@ public final class Runner {
         if (!v.needle()) {
             return null;
         }
-        return new long[] {cluster.metric(1, KEYSPACE, v.table(), "LookupsSkipped"),
-                cluster.metric(1, KEYSPACE, v.table(), "LookupsPassed")};
+        return new long[] {
+            cluster.metric(1, KEYSPACE, v.table(), "LookupsSkipped"),
+            cluster.metric(1, KEYSPACE, v.table(), "LookupsPassed")
+        };
     }
 
     /** Waits until every Needle table knows all its sources (nothing is skipped before). */
@@ -412,8 +457,8 @@ public final class Runner {
         for (Variant v : variants) {
             while (v.needle() && cluster.metric(1, KEYSPACE, v.table(), "Ready") != 1) {
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the Needle index on " + v.table() + " is not ready after 10 minutes; "
-                            + "see the node's log (needle-cluster logs 1)");
+                    throw new IllegalStateException("the Needle index on " + v.table()
+                            + " is not ready after 10 minutes; " + "see the node's log (needle-cluster logs 1)");
                 }
                 sleep(200);
             }
@@ -443,7 +488,9 @@ public final class Runner {
                     String s = "/" + cluster.dir().relativize(f);
                     if (s.contains(marker)) {
                         long len = Files.size(f);
-                        if (f.getFileName().toString().contains("-Needle+")) { // the filters saved as SSTable components
+                        if (f.getFileName()
+                                .toString()
+                                .contains("-Needle+")) { // the filters saved as SSTable components
                             needle += len;
                         } else {
                             data += len;
@@ -451,8 +498,10 @@ public final class Runner {
                     }
                 }
             }
-            long sstables = cluster.gauge(1, "org.apache.cassandra.metrics:type=Table,keyspace=" + KEYSPACE + ",scope="
-                    + v.table() + ",name=LiveSSTableCount");
+            long sstables = cluster.gauge(
+                    1,
+                    "org.apache.cassandra.metrics:type=Table,keyspace=" + KEYSPACE + ",scope=" + v.table()
+                            + ",name=LiveSSTableCount");
             out.put(v.name(), Map.of("data", data, "needle", needle, "sstables", sstables));
         }
         return out;
@@ -462,7 +511,10 @@ public final class Runner {
         Files.createDirectories(resultFile.toAbsolutePath().getParent());
         Path tmp = resultFile.resolveSibling(resultFile.getFileName() + ".tmp");
         JSON.writeValue(tmp.toFile(), result);
-        Files.move(tmp, resultFile, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+        Files.move(
+                tmp,
+                resultFile,
+                java.nio.file.StandardCopyOption.REPLACE_EXISTING,
                 java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     }
 

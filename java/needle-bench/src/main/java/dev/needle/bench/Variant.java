@@ -36,7 +36,9 @@ public record Variant(String name, String table, String filter) {
         if (!needle()) {
             return List.of(create);
         }
-        return List.of(create, "CREATE CUSTOM INDEX " + table + "_needle ON " + t
-                + " () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': '" + filter + "'}");
+        return List.of(
+                create,
+                "CREATE CUSTOM INDEX " + table + "_needle ON " + t
+                        + " () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': '" + filter + "'}");
     }
 }

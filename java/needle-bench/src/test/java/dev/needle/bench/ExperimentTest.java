@@ -75,7 +75,8 @@ class ExperimentTest {
     @Test
     void mistakesAreNamed() {
         assertErrorNames("unknown field 'sede'", VALID.replace("\"seed\"", "\"sede\""));
-        assertErrorNames("sums to", VALID.replace("\"deleted\": 0.5, \"live\": 0.5", "\"deleted\": 0.5, \"live\": 0.6"));
+        assertErrorNames(
+                "sums to", VALID.replace("\"deleted\": 0.5, \"live\": 0.5", "\"deleted\": 0.5, \"live\": 0.6"));
         assertErrorNames("must grow", VALID.replace("[100, 200]", "[200, 100]"));
         assertErrorNames("needle-xor", VALID.replace("\"needle-cuckoo\"]", "\"needle-xor\"]"));
         assertErrorNames("deleted_fraction", VALID.replace("\"deleted_fraction\": 0.5", "\"deleted_fraction\": 0"));
@@ -85,9 +86,11 @@ class ExperimentTest {
         assertErrorNames("t.json", "{");
         assertErrorNames("its file must be u.json", VALID.replace("\"name\": \"t\"", "\"name\": \"u\""));
         assertErrorNames("unknown field 'run.thread'", VALID.replace("\"threads\": 1,", "\"thread\": 1,"));
-        assertErrorNames("unknown field 'points[0].lable'", VALID.replace("\"label\": \"half\"", "\"lable\": \"half\""));
+        assertErrorNames(
+                "unknown field 'points[0].lable'", VALID.replace("\"label\": \"half\"", "\"lable\": \"half\""));
         assertErrorNames("missing field 'run.rounds'", VALID.replace("\"rounds\": 2,", ""));
-        String missing = assertThrows(IllegalArgumentException.class, () -> Experiment.read(dir.resolve("nope.json"))).getMessage();
+        String missing = assertThrows(IllegalArgumentException.class, () -> Experiment.read(dir.resolve("nope.json")))
+                .getMessage();
         assertTrue(missing.contains("not found"), missing);
     }
 
@@ -95,10 +98,14 @@ class ExperimentTest {
     void insertPointsNeedALoad() {
         String insert = VALID.replace("\"op\": \"lookup\"", "\"op\": \"insert\"");
         assertTrue(error(insert).contains("needs 'load'"));
-        Experiment ok = assertDoesNotThrow(() -> read(insert.replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}", "\"load\": 0.5")));
+        Experiment ok = assertDoesNotThrow(
+                () -> read(insert.replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}", "\"load\": 0.5")));
         assertTrue(ok.isInsert());
-        assertErrorNames("growing 'load'", insert.replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}}",
-                "\"load\": 0.5}, {\"label\": \"less\", \"x\": 1, \"load\": 0.2}"));
+        assertErrorNames(
+                "growing 'load'",
+                insert.replace(
+                        "\"mix\": {\"deleted\": 0.5, \"live\": 0.5}}",
+                        "\"load\": 0.5}, {\"label\": \"less\", \"x\": 1, \"load\": 0.2}"));
         assertFalse(ok.points().get(0).load() == null);
     }
 

@@ -80,7 +80,8 @@ class KeyChooserTest {
             order[i] = i;
         }
         Arrays.sort(order, (a, b) -> Long.compare(scattered[b], scattered[a]));
-        int[] top = Arrays.stream(order, 0, 10).mapToInt(Integer::intValue).sorted().toArray();
+        int[] top =
+                Arrays.stream(order, 0, 10).mapToInt(Integer::intValue).sorted().toArray();
         assertTrue(top[9] - top[0] > 10, "hot keys clustered: " + Arrays.toString(top));
     }
 

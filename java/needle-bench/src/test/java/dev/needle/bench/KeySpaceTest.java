@@ -47,8 +47,10 @@ class KeySpaceTest {
         KeySpace ks = new KeySpace(11, 0.5, List.of("partition", "row"));
         KeySpace.Pools small = ks.pools(1_000);
         KeySpace.Pools big = ks.pools(4_000);
-        assertArrayEquals(small.live(), Arrays.stream(big.live()).filter(k -> k < 1_000).toArray());
-        assertArrayEquals(small.byRow(), Arrays.stream(big.byRow()).filter(k -> k < 1_000).toArray());
+        assertArrayEquals(
+                small.live(), Arrays.stream(big.live()).filter(k -> k < 1_000).toArray());
+        assertArrayEquals(
+                small.byRow(), Arrays.stream(big.byRow()).filter(k -> k < 1_000).toArray());
         // A different seed gives different roles.
         KeySpace.Pools other = new KeySpace(12, 0.5, List.of("partition", "row")).pools(1_000);
         assertTrue(!Arrays.equals(small.live(), other.live()));
@@ -69,8 +71,11 @@ class KeySpaceTest {
     void lookupsFollowTheMix() {
         KeySpace ks = new KeySpace(3, 0.5, List.of("partition", "row"));
         KeySpace.Pools p = ks.pools(20_000);
-        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(p, Map.of("deleted", 0.25, "live", 0.5, "absent", 0.25),
-                DeleteMode.ROW, KeyChooser.Distribution.UNIFORM);
+        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(
+                p,
+                Map.of("deleted", 0.25, "live", 0.5, "absent", 0.25),
+                DeleteMode.ROW,
+                KeyChooser.Distribution.UNIFORM);
         SplittableRandom r = new SplittableRandom(5);
         int n = 200_000;
         int deleted = 0, live = 0, absent = 0;
@@ -102,8 +107,10 @@ class KeySpaceTest {
     @Test
     void anEmptyPoolIsAClearError() {
         KeySpace.Pools p = new KeySpace(3, 0.0, List.of("none")).pools(100);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new KeySpace.LookupKeys(p,
-                Map.of("deleted", 1.0), DeleteMode.PARTITION, KeyChooser.Distribution.UNIFORM));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
+                () -> new KeySpace.LookupKeys(
+                        p, Map.of("deleted", 1.0), DeleteMode.PARTITION, KeyChooser.Distribution.UNIFORM));
         assertTrue(e.getMessage().contains("'deleted' pool is empty"), e.getMessage());
     }
 }

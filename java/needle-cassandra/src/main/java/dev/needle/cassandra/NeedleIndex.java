@@ -57,8 +57,8 @@ public final class NeedleIndex implements Index {
     private final Group.Key groupKey = new Group.Key(this);
     private final IndexBuildingSupport building = new IndexBuildingSupport() {
         @Override
-        public SecondaryIndexBuilder getIndexBuildTask(ColumnFamilyStore cfs, Set<Index> indexes,
-                                                       Collection<SSTableReader> sstables, boolean isFullRebuild) {
+        public SecondaryIndexBuilder getIndexBuildTask(
+                ColumnFamilyStore cfs, Set<Index> indexes, Collection<SSTableReader> sstables, boolean isFullRebuild) {
             return filter.builder(sstables, isFullRebuild);
         }
     };
@@ -204,8 +204,13 @@ public final class NeedleIndex implements Index {
     }
 
     @Override
-    public Indexer indexerFor(DecoratedKey key, RegularAndStaticColumns columns, long nowInSec, WriteContext ctx,
-                              IndexTransaction.Type transactionType, Memtable memtable) {
+    public Indexer indexerFor(
+            DecoratedKey key,
+            RegularAndStaticColumns columns,
+            long nowInSec,
+            WriteContext ctx,
+            IndexTransaction.Type transactionType,
+            Memtable memtable) {
         // Only writes change what is live; compaction and cleanup are seen through their SSTables.
         return transactionType == IndexTransaction.Type.UPDATE ? filter.indexer(key, memtable, nowInSec) : null;
     }
@@ -233,8 +238,8 @@ public final class NeedleIndex implements Index {
          * for an import, false makes Cassandra run the index build before the SSTables go live.
          */
         @Override
-        public boolean validateSSTableAttachedIndexes(Collection<SSTableReader> sstables, boolean throwOnIncomplete,
-                                                      boolean validateChecksum) {
+        public boolean validateSSTableAttachedIndexes(
+                Collection<SSTableReader> sstables, boolean throwOnIncomplete, boolean validateChecksum) {
             return index.filter.validate(sstables, throwOnIncomplete);
         }
     }

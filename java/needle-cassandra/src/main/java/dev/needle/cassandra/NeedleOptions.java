@@ -22,7 +22,8 @@ public final class NeedleOptions {
 
     /** Which filter backs the index. */
     public enum FilterType {
-        CUCKOO, BLOOM
+        CUCKOO,
+        BLOOM
     }
 
     public final FilterType filter;
@@ -50,8 +51,9 @@ public final class NeedleOptions {
                 type = FilterType.BLOOM;
                 break;
             default:
-                throw new ConfigurationException("Needle index option '" + FILTER + "' is '" + options.get(FILTER)
-                        + "'; use 'cuckoo' (skips deleted and absent partitions) or 'bloom' (skips absent partitions only)");
+                throw new ConfigurationException(
+                        "Needle index option '" + FILTER + "' is '" + options.get(FILTER)
+                                + "'; use 'cuckoo' (skips deleted and absent partitions) or 'bloom' (skips absent partitions only)");
         }
         double fp = 0.001;
         String raw = options.get(FP_RATE);
@@ -59,8 +61,8 @@ public final class NeedleOptions {
             try {
                 fp = Double.parseDouble(raw.trim());
             } catch (NumberFormatException e) {
-                throw new ConfigurationException("Needle index option '" + FP_RATE + "' is '" + raw
-                        + "'; give a number such as '0.001'");
+                throw new ConfigurationException(
+                        "Needle index option '" + FP_RATE + "' is '" + raw + "'; give a number such as '0.001'");
             }
             if (!(fp > 0 && fp <= 0.5)) {
                 throw new ConfigurationException("Needle index option '" + FP_RATE + "' is " + raw

@@ -51,7 +51,9 @@ public final class NeedleQueryHandler implements QueryHandler {
         try {
             NeedleViews.register();
         } catch (RuntimeException e) {
-            logger.warn("Needle could not register the needle_views virtual keyspace now; it appears with the first index", e);
+            logger.warn(
+                    "Needle could not register the needle_views virtual keyspace now; it appears with the first index",
+                    e);
         }
     }
 
@@ -61,10 +63,15 @@ public final class NeedleQueryHandler implements QueryHandler {
     }
 
     @Override
-    public ResultMessage process(CQLStatement statement, QueryState state, QueryOptions options,
-                                 Map<String, ByteBuffer> customPayload, Dispatcher.RequestTime requestTime)
+    public ResultMessage process(
+            CQLStatement statement,
+            QueryState state,
+            QueryOptions options,
+            Map<String, ByteBuffer> customPayload,
+            Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
-        return maybeSkip(statement, state, options, () -> stock.process(statement, state, options, customPayload, requestTime));
+        return maybeSkip(
+                statement, state, options, () -> stock.process(statement, state, options, customPayload, requestTime));
     }
 
     @Override
@@ -79,16 +86,26 @@ public final class NeedleQueryHandler implements QueryHandler {
     }
 
     @Override
-    public ResultMessage processPrepared(CQLStatement statement, QueryState state, QueryOptions options,
-                                         Map<String, ByteBuffer> customPayload, Dispatcher.RequestTime requestTime)
+    public ResultMessage processPrepared(
+            CQLStatement statement,
+            QueryState state,
+            QueryOptions options,
+            Map<String, ByteBuffer> customPayload,
+            Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
-        return maybeSkip(statement, state, options,
+        return maybeSkip(
+                statement,
+                state,
+                options,
                 () -> stock.processPrepared(statement, state, options, customPayload, requestTime));
     }
 
     /** Answers an eligible SELECT from the filters, or runs it the stock way and learns from an empty result. */
-    private static ResultMessage maybeSkip(CQLStatement statement, QueryState state, QueryOptions options,
-                                           java.util.function.Supplier<ResultMessage> stockWay) {
+    private static ResultMessage maybeSkip(
+            CQLStatement statement,
+            QueryState state,
+            QueryOptions options,
+            java.util.function.Supplier<ResultMessage> stockWay) {
         if (!(statement instanceof SelectStatement select)) {
             return stockWay.get();
         }
@@ -113,8 +130,12 @@ public final class NeedleQueryHandler implements QueryHandler {
     }
 
     @Override
-    public ResultMessage processBatch(BatchStatement statement, QueryState state, BatchQueryOptions options,
-                                      Map<String, ByteBuffer> customPayload, Dispatcher.RequestTime requestTime)
+    public ResultMessage processBatch(
+            BatchStatement statement,
+            QueryState state,
+            BatchQueryOptions options,
+            Map<String, ByteBuffer> customPayload,
+            Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
         return stock.processBatch(statement, state, options, customPayload, requestTime);
     }
@@ -132,9 +153,13 @@ public final class NeedleQueryHandler implements QueryHandler {
         ConsistencyLevel cl = options.getConsistency();
         StatementRestrictions r = select.getRestrictions();
         if ((cl != ConsistencyLevel.ONE && cl != ConsistencyLevel.LOCAL_ONE)
-                || r.isKeyRange() || !r.hasPartitionKeyRestrictions() || r.isPartitionKeyRestrictionsOnToken()
-                || r.usesSecondaryIndexing() || select.getSelection().isAggregate()
-                || select.getAggregationSpec(options) != null || !table.isReady()) {
+                || r.isKeyRange()
+                || !r.hasPartitionKeyRestrictions()
+                || r.isPartitionKeyRestrictionsOnToken()
+                || r.usesSecondaryIndexing()
+                || select.getSelection().isAggregate()
+                || select.getAggregationSpec(options) != null
+                || !table.isReady()) {
             table.metrics().lookupsPassed.inc();
             return Decision.PASS;
         }
@@ -173,7 +198,8 @@ public final class NeedleQueryHandler implements QueryHandler {
         }
         table.metrics().lookupsPassed.inc();
         // Learn only from reads of whole partitions: an empty slice says nothing of the rest.
-        boolean wholePartitions = !r.hasClusteringColumnsRestrictions() && !r.hasRegularColumnsRestrictions()
+        boolean wholePartitions = !r.hasClusteringColumnsRestrictions()
+                && !r.hasRegularColumnsRestrictions()
                 && !r.hasNonPrimaryKeyRestrictions();
         return new Decision(false, wholePartitions ? table : null, wholePartitions ? live : null);
     }

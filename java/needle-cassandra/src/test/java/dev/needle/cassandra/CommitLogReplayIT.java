@@ -31,7 +31,8 @@ class CommitLogReplayIT {
     void replayAfterKillMinusNineAppliesEveryWriteToBothTables() throws Exception {
         long seed = Long.getLong("needle.it.seed", System.nanoTime());
         SplittableRandom r = new SplittableRandom(seed);
-        try (LocalCluster cluster = LocalCluster.start(1, "--yaml", "commitlog_sync=batch", "--yaml", "commitlog_sync_period=0ms")) {
+        try (LocalCluster cluster =
+                LocalCluster.start(1, "--yaml", "commitlog_sync=batch", "--yaml", "commitlog_sync_period=0ms")) {
             TwinTables t = new TwinTables("ks.t", "ks.t_twin");
             try (CqlSession s = cluster.session(1)) {
                 s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
@@ -55,12 +56,24 @@ class CommitLogReplayIT {
                     int nowSec = (int) (System.currentTimeMillis() / 1000);
                     for (int pk = 0; pk < KEYS + 20; pk++) {
                         // The data (read at ALL, never skipped), then what Needle answers at ONE.
-                        List<String> data = t.compare(s, ConsistencyLevel.ALL, st -> st.setNowInSeconds(nowSec),
-                                "SELECT pk, ck, v, s FROM %s WHERE pk = ?", pk);
-                        assertEquals(data, t.compare(s, ConsistencyLevel.ONE, st -> st.setNowInSeconds(nowSec),
-                                "SELECT pk, ck, v, s FROM %s WHERE pk = ?", pk), "key " + pk + " after crash " + (round + 1));
+                        List<String> data = t.compare(
+                                s,
+                                ConsistencyLevel.ALL,
+                                st -> st.setNowInSeconds(nowSec),
+                                "SELECT pk, ck, v, s FROM %s WHERE pk = ?",
+                                pk);
+                        assertEquals(
+                                data,
+                                t.compare(
+                                        s,
+                                        ConsistencyLevel.ONE,
+                                        st -> st.setNowInSeconds(nowSec),
+                                        "SELECT pk, ck, v, s FROM %s WHERE pk = ?",
+                                        pk),
+                                "key " + pk + " after crash " + (round + 1));
                     }
-                    assertEquals(0, cluster.metric(1, "ks", "t", "Failures"), "Needle caught errors; see the node's log");
+                    assertEquals(
+                            0, cluster.metric(1, "ks", "t", "Failures"), "Needle caught errors; see the node's log");
                 }
                 String log = Files.readString(cluster.nodeDir(1).resolve("logs").resolve("system.log"));
                 Matcher m = REPLAYED.matcher(log);
@@ -70,8 +83,10 @@ class CommitLogReplayIT {
                 }
                 System.out.println("CommitLogReplayIT: " + written + " writes to each table, " + replayed
                         + " mutations replayed over 3 crashes, " + t.readsCompared() + " reads compared, seed " + seed);
-                assertTrue(replayed >= written, "replayed " + replayed + " mutations, fewer than the " + written
-                        + " writes to each table that no flush covered");
+                assertTrue(
+                        replayed >= written,
+                        "replayed " + replayed + " mutations, fewer than the " + written
+                                + " writes to each table that no flush covered");
             }
         }
     }

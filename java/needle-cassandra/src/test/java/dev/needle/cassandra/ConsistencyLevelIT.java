@@ -1,7 +1,5 @@
 package dev.needle.cassandra;
 
-import dev.needle.testkit.LocalCluster;
-import dev.needle.testkit.TwinTables;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +7,8 @@ import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.TwinTables;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
 class ConsistencyLevelIT {
 
     private static List<String> read(CqlSession s, String table, ConsistencyLevel cl) {
-        ResultSet rs = s.execute(SimpleStatement.newInstance("SELECT v FROM ks." + table + " WHERE pk = 1").setConsistencyLevel(cl));
+        ResultSet rs = s.execute(SimpleStatement.newInstance("SELECT v FROM ks." + table + " WHERE pk = 1")
+                .setConsistencyLevel(cl));
         return rs.all().stream().map(r -> r.getString(0)).toList();
     }
 
@@ -31,7 +32,8 @@ class ConsistencyLevelIT {
     void aReplicaThatMissedTheDeleteCannotResurrectTheRow() throws Exception {
         try (LocalCluster cluster = LocalCluster.start(3, "--yaml", "hinted_handoff_enabled=false")) {
             try (CqlSession s1 = cluster.session(1)) {
-                s1.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}");
+                s1.execute(
+                        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}");
                 for (String t : new String[] {"needle", "twin"}) {
                     s1.execute("CREATE TABLE ks." + t + " (pk int PRIMARY KEY, v text)");
                 }
@@ -47,18 +49,34 @@ class ConsistencyLevelIT {
                 }
                 cluster.startNode(3);
                 // Node 1 holds the tombstone: at ONE it answers empty, skipping the read.
-                Lookups.assertSkipped(cluster, 1, "ks", "needle", "node 1 holds the tombstone",
+                Lookups.assertSkipped(
+                        cluster,
+                        1,
+                        "ks",
+                        "needle",
+                        "node 1 holds the tombstone",
                         () -> assertEquals(List.of(), read(s1, "needle", ConsistencyLevel.ONE)));
             }
             try (CqlSession s3 = cluster.session(3)) {
                 // Node 3 missed the delete and holds live data: through it, Needle must not skip at ONE.
-                Lookups.assertRead(cluster, 3, "ks", "needle", "the replica holding live data",
+                Lookups.assertRead(
+                        cluster,
+                        3,
+                        "ks",
+                        "needle",
+                        "the replica holding live data",
                         () -> read(s3, "needle", ConsistencyLevel.ONE));
                 // Repair streams the tombstone to node 3: Needle learns it from the streamed SSTable
                 // (its observer or its saved filter, then the partition deletions), and from then on
                 // node 3 skips the read too.
                 cluster.nodetool(3, "repair", "-full", "ks", "needle");
-                Lookups.awaitSkipped(cluster, 3, "ks", "needle", "node 3 after the repair", 60,
+                Lookups.awaitSkipped(
+                        cluster,
+                        3,
+                        "ks",
+                        "needle",
+                        "node 3 after the repair",
+                        60,
                         () -> assertEquals(List.of(), read(s3, "needle", ConsistencyLevel.ONE)));
                 // Above ONE the delete wins, exactly as without the index.
                 for (ConsistencyLevel cl : new ConsistencyLevel[] {ConsistencyLevel.QUORUM, ConsistencyLevel.ALL}) {
@@ -84,8 +102,13 @@ class ConsistencyLevelIT {
             int added = cluster.addNode();
             assertEquals(4, added);
             for (String table : new String[] {"needle", "twin"}) {
-                assertTrue(cluster.gauge(added, "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table
-                        + ",name=LiveSSTableCount") > 0, "node 4 received no SSTable of ks." + table + " while bootstrapping");
+                assertTrue(
+                        cluster.gauge(
+                                        added,
+                                        "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table
+                                                + ",name=LiveSSTableCount")
+                                > 0,
+                        "node 4 received no SSTable of ks." + table + " while bootstrapping");
             }
             cluster.awaitReady(added, "ks", "needle");
             try (CqlSession s4 = cluster.session(added)) {
@@ -95,8 +118,10 @@ class ConsistencyLevelIT {
                             t.compare(s4, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", pk);
                             t.compare(s4, ConsistencyLevel.QUORUM, "SELECT pk, v FROM %s WHERE pk = ?", pk);
                         } catch (AssertionError e) {
-                            throw new AssertionError(e.getMessage() + "; node 4's Needle says:"
-                                    + Lookups.explain(s4, "ks", "needle", String.valueOf(pk)), e);
+                            throw new AssertionError(
+                                    e.getMessage() + "; node 4's Needle says:"
+                                            + Lookups.explain(s4, "ks", "needle", String.valueOf(pk)),
+                                    e);
                         }
                     }
                 });

@@ -90,7 +90,8 @@ class DifferentialIT {
         /** The whole operation log, for a post-mortem, beside the test reports. */
         private Path writeHistory() {
             try {
-                Path f = Path.of("target", "differential-" + nodes + "-" + seed + ".log").toAbsolutePath();
+                Path f = Path.of("target", "differential-" + nodes + "-" + seed + ".log")
+                        .toAbsolutePath();
                 Files.createDirectories(f.getParent());
                 Files.write(f, history);
                 return f;
@@ -102,8 +103,14 @@ class DifferentialIT {
         void run() throws Exception {
             System.out.println("DifferentialIT " + nodes + " node(s), " + ops + " operations, seed " + seed);
             long t0 = System.nanoTime();
-            try (LocalCluster c = LocalCluster.start(nodes, "--data-dirs", "2", "--yaml", "commitlog_sync=batch",
-                    "--yaml", "commitlog_sync_period=0ms")) {
+            try (LocalCluster c = LocalCluster.start(
+                    nodes,
+                    "--data-dirs",
+                    "2",
+                    "--yaml",
+                    "commitlog_sync=batch",
+                    "--yaml",
+                    "commitlog_sync_period=0ms")) {
                 cluster = c;
                 sessions = new CqlSession[nodes + 1];
                 try {
@@ -111,9 +118,10 @@ class DifferentialIT {
                         sessions[n] = c.session(n);
                     }
                     CqlSession s = sessions[1];
-                    s.execute("CREATE KEYSPACE kd WITH replication = {'class': 'SimpleStrategy', 'replication_factor': " + nodes + "}");
-                    s.execute("CREATE KEYSPACE kn WITH replication = {'class': 'SimpleStrategy', 'replication_factor': " + nodes
-                            + "} AND durable_writes = false");
+                    s.execute("CREATE KEYSPACE kd WITH replication = {'class': 'SimpleStrategy', 'replication_factor': "
+                            + nodes + "}");
+                    s.execute("CREATE KEYSPACE kn WITH replication = {'class': 'SimpleStrategy', 'replication_factor': "
+                            + nodes + "} AND durable_writes = false");
                     for (String ks : KEYSPACES) {
                         createTables(ks);
                     }
@@ -132,10 +140,11 @@ class DifferentialIT {
                         }
                     }
                     double seconds = (System.nanoTime() - t0) / 1e9;
-                    System.out.printf("DifferentialIT %d node(s): %d operations in %.0f s (%.1f operations/s), %d reads compared "
-                            + "(%d at a past \"now\" where the tables' data differed), %d skipped by Needle since the last table "
-                            + "re-creation; maintenance %s%n", nodes, ops, seconds, ops / seconds, compared, pastDivergences, skipped,
-                            actions);
+                    System.out.printf(
+                            "DifferentialIT %d node(s): %d operations in %.0f s (%.1f operations/s), %d reads compared "
+                                    + "(%d at a past \"now\" where the tables' data differed), %d skipped by Needle since the last table "
+                                    + "re-creation; maintenance %s%n",
+                            nodes, ops, seconds, ops / seconds, compared, pastDivergences, skipped, actions);
                     assertTrue(compared > ops, "only " + compared + " reads compared");
                 } finally {
                     for (CqlSession cs : sessions) {
@@ -145,9 +154,11 @@ class DifferentialIT {
                     }
                 }
             } catch (AssertionError | RuntimeException e) {
-                throw new AssertionError("seed " + seed + " (replay with -Dneedle.it.seed=" + seed + "); all operations in "
-                        + writeHistory() + "; the last ones (ms clock, operation):\n  "
-                        + String.join("\n  ", recent) + "\n" + e.getMessage(), e);
+                throw new AssertionError(
+                        "seed " + seed + " (replay with -Dneedle.it.seed=" + seed + "); all operations in "
+                                + writeHistory() + "; the last ones (ms clock, operation):\n  "
+                                + String.join("\n  ", recent) + "\n" + e.getMessage(),
+                        e);
             }
         }
 
@@ -162,15 +173,20 @@ class DifferentialIT {
         private void createTables(String ks) {
             TwinTables t = new TwinTables(ks + ".t", ks + ".t_twin");
             String grace = ks.equals("kn") ? " WITH gc_grace_seconds = 0" : "";
-            t.schema(sessions[1], "CREATE TABLE %s (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))" + grace);
+            t.schema(
+                    sessions[1],
+                    "CREATE TABLE %s (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))" + grace);
             createIndex(ks, "cuckoo");
             pairs.put(ks, t);
             snapshots.remove(ks);
         }
 
         private void createIndex(String ks, String filter) {
-            TwinTables.execute(sessions[1], SimpleStatement.newInstance("CREATE CUSTOM INDEX t_needle ON " + ks
-                    + ".t () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': '" + filter + "'}"));
+            TwinTables.execute(
+                    sessions[1],
+                    SimpleStatement.newInstance("CREATE CUSTOM INDEX t_needle ON " + ks
+                            + ".t () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': '" + filter
+                            + "'}"));
         }
 
         // ---- one step: a write, reads, and sometimes an operation on the SSTables -------------
@@ -266,22 +282,32 @@ class DifferentialIT {
             boolean past = nodes == 1 && r.nextInt(7) == 0;
             int nowSec = (int) (System.currentTimeMillis() / 1000) - (past ? 1 + r.nextInt(30) : 0);
             UnaryOperator<SimpleStatement> at = st -> st.setNowInSeconds(nowSec);
-            for (ConsistencyLevel cl : nodes == 1 ? new ConsistencyLevel[] {ConsistencyLevel.ONE}
+            for (ConsistencyLevel cl : nodes == 1
+                    ? new ConsistencyLevel[] {ConsistencyLevel.ONE}
                     : new ConsistencyLevel[] {ConsistencyLevel.ONE, ConsistencyLevel.QUORUM}) {
                 CqlSession s = session();
-                List<String> withIndex = TwinTables.read(s, at.apply(SimpleStatement.newInstance(String.format(cql, t.indexed()), args)
-                        .setConsistencyLevel(cl)));
-                List<String> stock = TwinTables.read(s, at.apply(SimpleStatement.newInstance(String.format(cql, t.twin()), args)
-                        .setConsistencyLevel(cl)));
+                List<String> withIndex = TwinTables.read(
+                        s,
+                        at.apply(SimpleStatement.newInstance(String.format(cql, t.indexed()), args)
+                                .setConsistencyLevel(cl)));
+                List<String> stock = TwinTables.read(
+                        s,
+                        at.apply(SimpleStatement.newInstance(String.format(cql, t.twin()), args)
+                                .setConsistencyLevel(cl)));
                 compared++;
                 if (withIndex.equals(stock)) {
                     continue;
                 }
-                String what = String.format(cql, t.indexed()) + " " + java.util.Arrays.toString(args) + " at " + cl + ", now "
-                        + (past ? nowSec - System.currentTimeMillis() / 1000 + " s" : "current");
-                List<String> data = TwinTables.read(s, at.apply(SimpleStatement.newInstance(String.format(cql, t.indexed()), args)
-                        .setConsistencyLevel(ConsistencyLevel.QUORUM)));
-                assertEquals(data, withIndex, what + ": Needle's answer differs from its own table's data (twin: " + stock + ")");
+                String what = String.format(cql, t.indexed()) + " " + java.util.Arrays.toString(args) + " at " + cl
+                        + ", now " + (past ? nowSec - System.currentTimeMillis() / 1000 + " s" : "current");
+                List<String> data = TwinTables.read(
+                        s,
+                        at.apply(SimpleStatement.newInstance(String.format(cql, t.indexed()), args)
+                                .setConsistencyLevel(ConsistencyLevel.QUORUM)));
+                assertEquals(
+                        data,
+                        withIndex,
+                        what + ": Needle's answer differs from its own table's data (twin: " + stock + ")");
                 assertTrue(past, what + ": the tables' data differ: " + withIndex + " against stock " + stock);
                 pastDivergences++;
             }
@@ -302,14 +328,36 @@ class DifferentialIT {
         private void maintenance(int op) throws Exception {
             String ks = KEYSPACES[r.nextInt(KEYSPACES.length)];
             // Restarts cost the most time: they come a third as often as the rest.
-            String[] kinds = {"flush", "flush", "flush", "flush", "compact", "compact", "garbagecollect", "upgradesstables",
-                    "scrub", "cleanup", "relocatesstables", "summaries", "truncate", "import", "drop-index", "drop-tables",
-                    "rebuild_index", "snapshot", "refresh", "kill", "restart", "restore"};
+            String[] kinds = {
+                "flush",
+                "flush",
+                "flush",
+                "flush",
+                "compact",
+                "compact",
+                "garbagecollect",
+                "upgradesstables",
+                "scrub",
+                "cleanup",
+                "relocatesstables",
+                "summaries",
+                "truncate",
+                "import",
+                "drop-index",
+                "drop-tables",
+                "rebuild_index",
+                "snapshot",
+                "refresh",
+                "kill",
+                "restart",
+                "restore"
+            };
             String kind = kinds[r.nextInt(kinds.length)];
             if ((kind.equals("kill") || kind.equals("restart") || kind.equals("restore")) && r.nextInt(3) != 0) {
                 kind = "flush";
             }
-            if (nodes > 1 && (kind.equals("restore") || kind.equals("snapshot") || kind.equals("refresh"))) { // one node only
+            if (nodes > 1
+                    && (kind.equals("restore") || kind.equals("snapshot") || kind.equals("refresh"))) { // one node only
                 kind = kind.equals("restore") ? "kill" : "flush";
             }
             int n = node();
@@ -393,14 +441,22 @@ class DifferentialIT {
             if (nodes > 1) {
                 sessions[victim] = cluster.session(victim);
             }
-            TwinTables.execute(sessions[nodes > 1 ? victim : 1], SimpleStatement.newInstance("SELECT release_version FROM system.local"));
+            TwinTables.execute(
+                    sessions[nodes > 1 ? victim : 1],
+                    SimpleStatement.newInstance("SELECT release_version FROM system.local"));
         }
 
         /** A table's current folder in each data directory (a re-created table has a new one). */
         private List<Path> currentDirs(int node, String ks, String table) throws IOException {
-            String id = sessions[1].execute(SimpleStatement.newInstance(
-                    "SELECT id FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, table))
-                    .one().getUuid(0).toString().replace("-", "");
+            String id = sessions[1]
+                    .execute(SimpleStatement.newInstance(
+                            "SELECT id FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+                            ks,
+                            table))
+                    .one()
+                    .getUuid(0)
+                    .toString()
+                    .replace("-", "");
             List<Path> dirs = new ArrayList<>();
             for (Path d : cluster.tableDirs(node, ks, table)) {
                 if (d.getFileName().toString().equals(table + "-" + id)) {
@@ -428,7 +484,10 @@ class DifferentialIT {
                     Path snap = dir.resolve("snapshots").resolve(tag);
                     if (Files.isDirectory(snap)) {
                         try (Stream<Path> files = Files.list(snap)) {
-                            for (Path f : files.filter(f -> SSTABLE_FILE.matcher(f.getFileName().toString()).matches()).toList()) {
+                            for (Path f : files.filter(f -> SSTABLE_FILE
+                                            .matcher(f.getFileName().toString())
+                                            .matches())
+                                    .toList()) {
                                 Files.copy(f, dir.resolve(f.getFileName()));
                             }
                         }
@@ -444,12 +503,20 @@ class DifferentialIT {
         /** Writes a few rows to a pair of staging tables (no index) and flushes them, on every node. */
         private TwinTables stage(String ks) throws IOException {
             TwinTables stage = new TwinTables(ks + ".stage", ks + ".stage_twin");
-            stage.schema(sessions[1], "CREATE TABLE IF NOT EXISTS %s (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))");
+            stage.schema(
+                    sessions[1],
+                    "CREATE TABLE IF NOT EXISTS %s (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))");
             stage.schema(sessions[1], "TRUNCATE %s");
             for (int i = 0; i < 20; i++) {
                 int pk = r.nextInt(KEYS + 30);
-                stage.write(sessions[1], ConsistencyLevel.ALL, "INSERT INTO %s (pk, ck, v, s) VALUES (?, ?, ?, ?)", pk,
-                        r.nextInt(ROWS), "i" + counter + "-" + i, "is" + i);
+                stage.write(
+                        sessions[1],
+                        ConsistencyLevel.ALL,
+                        "INSERT INTO %s (pk, ck, v, s) VALUES (?, ?, ?, ?)",
+                        pk,
+                        r.nextInt(ROWS),
+                        "i" + counter + "-" + i,
+                        "is" + i);
             }
             for (int n = 1; n <= nodes; n++) {
                 cluster.flush(n, ks, "stage", "stage_twin");
@@ -479,7 +546,8 @@ class DifferentialIT {
             for (int n = 1; n <= nodes; n++) {
                 for (String table : new String[] {"t", "t_twin"}) {
                     // The layout Cassandra's importer expects: it takes the SSTables' table from the path.
-                    Path dir = Files.createDirectories(Files.createTempDirectory(cluster.dir(), "import").resolve(ks)
+                    Path dir = Files.createDirectories(Files.createTempDirectory(cluster.dir(), "import")
+                            .resolve(ks)
                             .resolve(table + "-" + "0".repeat(32)));
                     copySSTables(n, ks, table.equals("t") ? "stage" : "stage_twin", dir, 1);
                     cluster.nodetool(n, "import", ks, table, dir.toString());

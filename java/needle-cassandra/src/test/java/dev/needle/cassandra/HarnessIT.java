@@ -46,13 +46,15 @@ class HarnessIT {
         Path lookups = dir.resolve("harness-it.json");
         Files.writeString(lookups, LOOKUPS);
         Path inserts = dir.resolve("harness-it-inserts.json");
-        Files.writeString(inserts, LOOKUPS.replace("\"op\": \"lookup\"", "\"op\": \"insert\"")
-                .replace("\"name\": \"harness-it\"", "\"name\": \"harness-it-inserts\"")
-                .replace("\"partitions\": [300, 600]", "\"partitions\": [200]")
-                .replace("\"deleted_fraction\": 0.5", "\"deleted_fraction\": 0")
-                .replace("\"delete_modes\": [\"partition\", \"row\"]", "\"delete_modes\": [\"none\"]")
-                .replaceAll("\"mix\": \\{[^}]*}", "\"load\": 0.5")
-                .replace("\"x\": 3, \"load\": 0.5", "\"x\": 3, \"load\": 1.0"));
+        Files.writeString(
+                inserts,
+                LOOKUPS.replace("\"op\": \"lookup\"", "\"op\": \"insert\"")
+                        .replace("\"name\": \"harness-it\"", "\"name\": \"harness-it-inserts\"")
+                        .replace("\"partitions\": [300, 600]", "\"partitions\": [200]")
+                        .replace("\"deleted_fraction\": 0.5", "\"deleted_fraction\": 0")
+                        .replace("\"delete_modes\": [\"partition\", \"row\"]", "\"delete_modes\": [\"none\"]")
+                        .replaceAll("\"mix\": \\{[^}]*}", "\"load\": 0.5")
+                        .replace("\"x\": 3, \"load\": 0.5", "\"x\": 3, \"load\": 1.0"));
         ObjectMapper json = new ObjectMapper();
         try (LocalCluster cluster = LocalCluster.start(1)) {
             Path out = dir.resolve("lookups.json");
@@ -62,12 +64,15 @@ class HarnessIT {
             JsonNode runs = result.path("runs");
             assertEquals(2 * 2 * 4, runs.size(), "2 sizes x 2 delete modes x 4 points");
             for (JsonNode run : runs) {
-                String where = run.path("partitions") + " " + run.path("delete_mode").asText() + " " + run.path("point").asText();
+                String where =
+                        run.path("partitions") + " " + run.path("delete_mode").asText() + " "
+                                + run.path("point").asText();
                 for (String v : new String[] {"stock", "needle-bloom", "needle-cuckoo"}) {
                     JsonNode s = run.path("variants").path(v);
                     assertEquals(300, s.path("count").asLong(), where + " " + v);
                     assertEquals(0, s.path("wrong_results").asLong(), where + " " + v + " returned wrong rows");
-                    assertTrue(s.path("p50_us").asDouble() > 0 && s.path("p99_us").asDouble() >= s.path("p50_us").asDouble());
+                    assertTrue(s.path("p50_us").asDouble() > 0
+                            && s.path("p99_us").asDouble() >= s.path("p50_us").asDouble());
                 }
                 JsonNode cuckoo = run.path("variants").path("needle-cuckoo");
                 JsonNode bloom = run.path("variants").path("needle-bloom");
@@ -80,9 +85,11 @@ class HarnessIT {
                     case "deleted" -> {
                         // Partition deletes are known at once; row-by-row deletes after the first
                         // (warm-up) read of each key has proved it empty.
-                        assertTrue(skipped >= (run.path("delete_mode").asText().equals("partition") ? 300 : 200),
+                        assertTrue(
+                                skipped >= (run.path("delete_mode").asText().equals("partition") ? 300 : 200),
                                 where + ": skipped " + skipped);
-                        assertEquals(0, bloom.path("needle_skipped").asLong(), where + ": a Bloom filter cannot forget");
+                        assertEquals(
+                                0, bloom.path("needle_skipped").asLong(), where + ": a Bloom filter cannot forget");
                     }
                     case "absent" -> {
                         assertTrue(skipped >= 290, where + ": skipped " + skipped);
@@ -97,19 +104,23 @@ class HarnessIT {
             JsonNode ins = json.readTree(insertOut.toFile()).path("runs");
             assertEquals(4, ins.size());
             for (JsonNode run : ins) {
-                assertEquals(300, run.path("variants").path("needle-cuckoo").path("count").asLong());
+                assertEquals(
+                        300,
+                        run.path("variants").path("needle-cuckoo").path("count").asLong());
                 assertTrue(run.path("ratio_p50_stock_over_cuckoo").asDouble() > 0);
             }
             // Every variant holds the same partitions: the bulk load to 50 % of 200, then per point
             // 300 warm-up and 300 measured inserts (past the later points' loads already).
             try (CqlSession s = cluster.session(1)) {
                 for (String t : new String[] {"stock", "needle_bloom", "needle_cuckoo"}) {
-                    int partitions = s.execute("SELECT DISTINCT pk FROM " + Runner.KEYSPACE + "." + t).all().size();
+                    int partitions = s.execute("SELECT DISTINCT pk FROM " + Runner.KEYSPACE + "." + t)
+                            .all()
+                            .size();
                     assertEquals(100 + 4 * (300 + 300), partitions, t);
                 }
                 // The client's other operations, on a Needle table.
-                try (CassandraClient c = new CassandraClient(s, false, Runner.KEYSPACE, "needle_cuckoo", 10,
-                        DefaultConsistencyLevel.ONE, 1)) {
+                try (CassandraClient c = new CassandraClient(
+                        s, false, Runner.KEYSPACE, "needle_cuckoo", 10, DefaultConsistencyLevel.ONE, 1)) {
                     long key = 1L << 40;
                     assertEquals(0, c.lookup(key));
                     c.insert(key, 0, 10);

@@ -10,14 +10,16 @@ final class Lookups {
     private Lookups() {}
 
     /** {@code read} made exactly one lookup of {@code ks.table} through {@code node}, and Needle answered it without reading. */
-    static void assertSkipped(LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
+    static void assertSkipped(
+            LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
             throws Exception {
         LocalCluster.LookupCounts c = cluster.lookups(node, ks, table, read);
         assertEquals(new LocalCluster.LookupCounts(1, 0), c, what + ": expected the read to be skipped");
     }
 
     /** {@code read} made exactly one lookup of {@code ks.table} through {@code node}, and Needle passed it to Cassandra. */
-    static void assertRead(LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
+    static void assertRead(
+            LocalCluster cluster, int node, String ks, String table, String what, LocalCluster.Action read)
             throws Exception {
         LocalCluster.LookupCounts c = cluster.lookups(node, ks, table, read);
         assertEquals(new LocalCluster.LookupCounts(0, 1), c, what + ": expected the read to go to Cassandra");
@@ -26,17 +28,28 @@ final class Lookups {
     /** What {@code needle_views.key_states} says of a key on the node {@code session} talks to, one line per source. */
     static String explain(com.datastax.oss.driver.api.core.CqlSession session, String ks, String table, String key) {
         StringBuilder b = new StringBuilder();
-        for (com.datastax.oss.driver.api.core.cql.Row r : session.execute(com.datastax.oss.driver.api.core.cql.SimpleStatement
-                .newInstance("SELECT source, state, detail FROM needle_views.key_states WHERE keyspace_name = ? AND table_name = ? "
-                        + "AND partition_key = ?", ks, table, key))) {
-            b.append("\n  ").append(r.getString(0)).append(": ").append(r.getString(1)).append(" (").append(r.getString(2)).append(')');
+        for (com.datastax.oss.driver.api.core.cql.Row r :
+                session.execute(com.datastax.oss.driver.api.core.cql.SimpleStatement.newInstance(
+                        "SELECT source, state, detail FROM needle_views.key_states WHERE keyspace_name = ? AND table_name = ? "
+                                + "AND partition_key = ?",
+                        ks,
+                        table,
+                        key))) {
+            b.append("\n  ")
+                    .append(r.getString(0))
+                    .append(": ")
+                    .append(r.getString(1))
+                    .append(" (")
+                    .append(r.getString(2))
+                    .append(')');
         }
         return b.toString();
     }
 
     /** Polls until a read through {@code node} is skipped; fails after {@code seconds}. */
-    static void awaitSkipped(LocalCluster cluster, int node, String ks, String table, String what, int seconds,
-                             LocalCluster.Action read) throws Exception {
+    static void awaitSkipped(
+            LocalCluster cluster, int node, String ks, String table, String what, int seconds, LocalCluster.Action read)
+            throws Exception {
         long deadline = System.nanoTime() + seconds * 1_000_000_000L;
         LocalCluster.LookupCounts last = null;
         while (System.nanoTime() < deadline) {

@@ -1,6 +1,5 @@
 package dev.needle.cassandra;
 
-import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +8,7 @@ import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DriverException;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import dev.needle.testkit.LocalCluster;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -59,10 +59,12 @@ class ModelBasedIT {
                     sessions[n] = cluster.session(n);
                 }
                 CqlSession s = sessions[1];
-                s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': " + nodes + "}");
+                s.execute("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': "
+                        + nodes + "}");
                 for (String t : new String[] {"needle", "twin"}) {
                     s.execute(SimpleStatement.newInstance("CREATE TABLE ks." + t
-                            + " (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))").setTimeout(java.time.Duration.ofSeconds(60)));
+                                    + " (pk int, ck int, v text, s text static, PRIMARY KEY (pk, ck))")
+                            .setTimeout(java.time.Duration.ofSeconds(60)));
                 }
                 s.execute("CREATE CUSTOM INDEX ON ks.needle () USING 'dev.needle.cassandra.NeedleIndex'");
                 ConsistencyLevel writeCl = ConsistencyLevel.ALL;
@@ -121,7 +123,10 @@ class ModelBasedIT {
                     }
                     if (w != null) {
                         for (String t : new String[] {"needle", "twin"}) {
-                            execute(s, SimpleStatement.newInstance(String.format(w, t), args.toArray()).setConsistencyLevel(writeCl));
+                            execute(
+                                    s,
+                                    SimpleStatement.newInstance(String.format(w, t), args.toArray())
+                                            .setConsistencyLevel(writeCl));
                         }
                     }
                     // Maintenance and failures, at points that depend on the seed.
@@ -167,7 +172,9 @@ class ModelBasedIT {
                 }
                 System.out.println("ModelBasedIT " + nodes + " node(s): " + ops + " operations, " + checks
                         + " partition reads compared, " + skipped + " reads skipped by Needle");
-                assertTrue(skipped > skippedBefore + checks / 20, "Needle skipped only " + skipped + " of " + checks + " reads");
+                assertTrue(
+                        skipped > skippedBefore + checks / 20,
+                        "Needle skipped only " + skipped + " of " + checks + " reads");
             } finally {
                 for (CqlSession cs : sessions) {
                     if (cs != null) {
@@ -181,9 +188,11 @@ class ModelBasedIT {
     }
 
     /** Reads one partition from both tables at ONE through a random live coordinator; compares with the model. */
-    private static int check(CqlSession[] sessions, int nodes, Map<Integer, Partition> model, SplittableRandom r, int pk) {
+    private static int check(
+            CqlSession[] sessions, int nodes, Map<Integer, Partition> model, SplittableRandom r, int pk) {
         int nowInSeconds = (int) (System.currentTimeMillis() / 1000);
-        long now = nowInSeconds * 1000L; // expiries within 1.5 s of it are not judged (client and server clocks round apart)
+        long now = nowInSeconds
+                * 1000L; // expiries within 1.5 s of it are not judged (client and server clocks round apart)
         Partition p = model.get(pk);
         List<String> expected = new ArrayList<>();
         if (p != null) {
@@ -213,9 +222,14 @@ class ModelBasedIT {
         for (String t : new String[] {"needle", "twin"}) {
             List<String> got = new ArrayList<>();
             // Read at the model's "now": TTLs are judged at that second however late a retried read runs.
-            for (Row row : execute(coordinator, SimpleStatement.newInstance("SELECT ck, v, s FROM ks." + t + " WHERE pk = ?", pk)
-                    .setConsistencyLevel(ConsistencyLevel.ONE).setNowInSeconds(nowInSeconds)).all()) {
-                got.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|" + row.getString(2));
+            for (Row row : execute(
+                            coordinator,
+                            SimpleStatement.newInstance("SELECT ck, v, s FROM ks." + t + " WHERE pk = ?", pk)
+                                    .setConsistencyLevel(ConsistencyLevel.ONE)
+                                    .setNowInSeconds(nowInSeconds))
+                    .all()) {
+                got.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|"
+                        + row.getString(2));
             }
             assertEquals(expected, got, t + " table, partition " + pk);
         }

@@ -56,7 +56,8 @@ class OperationsIT {
     private static TwinTables twins(String name, String tableOptions) {
         TwinTables t = new TwinTables("ks." + name, "ks." + name + "_twin");
         t.schema(session, "CREATE TABLE %s (pk int, ck int, v text, PRIMARY KEY (pk, ck))" + tableOptions);
-        session.execute("CREATE CUSTOM INDEX " + name + "_needle ON ks." + name + " () USING 'dev.needle.cassandra.NeedleIndex'");
+        session.execute("CREATE CUSTOM INDEX " + name + "_needle ON ks." + name
+                + " () USING 'dev.needle.cassandra.NeedleIndex'");
         return t;
     }
 
@@ -83,7 +84,8 @@ class OperationsIT {
     }
 
     private static long liveSSTables(String table) throws IOException {
-        return cluster.gauge(1, "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table + ",name=LiveSSTableCount");
+        return cluster.gauge(
+                1, "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table + ",name=LiveSSTableCount");
     }
 
     @Test
@@ -100,8 +102,14 @@ class OperationsIT {
         cluster.awaitReady(1, "ks", "rebuilt");
         assertEquals(scanned + sstables, metric("rebuilt", "SSTablesScanned"), "every SSTable is read again");
         compareAll(t, 300);
-        Lookups.assertSkipped(cluster, 1, "ks", "rebuilt", "a deleted partition after the rebuild",
-                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.rebuilt WHERE pk = 4").setConsistencyLevel(ONE)));
+        Lookups.assertSkipped(
+                cluster,
+                1,
+                "ks",
+                "rebuilt",
+                "a deleted partition after the rebuild",
+                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.rebuilt WHERE pk = 4")
+                        .setConsistencyLevel(ONE)));
     }
 
     @Test
@@ -135,16 +143,27 @@ class OperationsIT {
         load(t, 0, 200);
         cluster.flush(1, "ks");
         cluster.awaitReady(1, "ks", "carried");
-        cluster.awaitMetric(1, "ks", "carried", "SSTablesSaved", v -> v >= liveSSTablesUnchecked("carried"), Duration.ofSeconds(30));
+        cluster.awaitMetric(
+                1,
+                "ks",
+                "carried",
+                "SSTablesSaved",
+                v -> v >= liveSSTablesUnchecked("carried"),
+                Duration.ofSeconds(30));
         cluster.nodetool(1, "snapshot", "-t", "carried", "ks");
         t.schema(session, "TRUNCATE %s");
         long loaded = metric("carried", "SSTablesLoaded");
         long scanned = metric("carried", "SSTablesScanned");
         for (String table : new String[] {"carried", "carried_twin"}) {
-            Path snapshot = cluster.tableDirs(1, "ks", table).get(0).resolve("snapshots").resolve("carried");
+            Path snapshot = cluster.tableDirs(1, "ks", table)
+                    .get(0)
+                    .resolve("snapshots")
+                    .resolve("carried");
             Path dir = importDir(table);
             try (Stream<Path> files = Files.list(snapshot)) {
-                for (Path f : files.filter(f -> SSTABLE_FILE.matcher(f.getFileName().toString()).matches()).toList()) {
+                for (Path f : files.filter(f ->
+                                SSTABLE_FILE.matcher(f.getFileName().toString()).matches())
+                        .toList()) {
                     Files.copy(f, dir.resolve(f.getFileName()));
                 }
             }
@@ -159,15 +178,19 @@ class OperationsIT {
     void aTableWithManySSTablesBecomesReady() throws Exception {
         int count = Integer.getInteger("needle.it.sstables", 600);
         TwinTables t = new TwinTables("ks.many", "ks.many_twin");
-        t.schema(session, "CREATE TABLE %s (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
-                + "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}");
+        t.schema(
+                session,
+                "CREATE TABLE %s (pk int, ck int, v text, PRIMARY KEY (pk, ck)) "
+                        + "WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}");
         for (int i = 0; i < count; i++) {
             t.write(session, ONE, "INSERT INTO %s (pk, ck, v) VALUES (?, 0, 'x')", i);
             if (i % 2 == 0) {
                 t.write(session, ONE, "DELETE FROM %s WHERE pk = ?", i / 2);
             }
-            cluster.jmxInvoke(1, "org.apache.cassandra.db:type=StorageService", "forceKeyspaceFlush", "ks",
-                    new String[] {"many", "many_twin"});
+            cluster.jmxInvoke(
+                    1, "org.apache.cassandra.db:type=StorageService", "forceKeyspaceFlush", "ks", new String[] {
+                        "many", "many_twin"
+                    });
         }
         long sstables = liveSSTables("many");
         assertTrue(sstables >= count, sstables + " SSTables");
@@ -185,17 +208,21 @@ class OperationsIT {
         load(t, 0, 40);
         cluster.flush(1, "ks");
         cluster.awaitReady(1, "ks", "viewed");
-        Row row = session.execute("SELECT * FROM needle_views.storage_filters WHERE keyspace_name = 'ks' AND table_name = 'viewed'").one();
+        Row row = session.execute(
+                        "SELECT * FROM needle_views.storage_filters WHERE keyspace_name = 'ks' AND table_name = 'viewed'")
+                .one();
         assertEquals("viewed_needle", row.getString("index_name"));
         assertTrue(row.getBoolean("ready"));
         assertEquals("cuckoo", row.getString("filter"));
         assertEquals(metric("viewed", "LiveKeys"), row.getLong("live_keys"));
         assertEquals(metric("viewed", "SSTablesWithFilter"), row.getInt("sstables_with_filter"));
         List<Row> deleted = session.execute("SELECT * FROM needle_views.key_states WHERE keyspace_name = 'ks' "
-                + "AND table_name = 'viewed' AND partition_key = '4'").all();
+                        + "AND table_name = 'viewed' AND partition_key = '4'")
+                .all();
         assertEquals("DELETED", deleted.get(0).getString("state"), "the answer for a deleted key: " + deleted);
         List<Row> live = session.execute("SELECT * FROM needle_views.key_states WHERE keyspace_name = 'ks' "
-                + "AND table_name = 'viewed' AND partition_key = '5'").all();
+                        + "AND table_name = 'viewed' AND partition_key = '5'")
+                .all();
         assertEquals("LIVE", live.get(0).getString("state"));
         assertTrue(live.size() >= 2, "a source holds the live key: " + live);
     }
@@ -203,7 +230,8 @@ class OperationsIT {
     @Test
     void errorsInsideNeedleNeverFailCassandraAndNeverCostARow() throws Exception {
         // No background compaction: the SSTables each step makes stay until the test compacts.
-        TwinTables t = twins("faulty", " WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}");
+        TwinTables t =
+                twins("faulty", " WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}");
         load(t, 0, 100);
         cluster.flush(1, "ks");
         cluster.awaitReady(1, "ks", "faulty");
@@ -232,7 +260,9 @@ class OperationsIT {
         t.compare(session, ONE, "SELECT pk, ck, v FROM %s WHERE pk = ?", 1000);
         cluster.flush(1, "ks");
         cluster.awaitReady(1, "ks", "faulty");
-        assertEquals(List.of("[pk:1000, ck:0, v:'late']"), t.compare(session, ONE, "SELECT pk, ck, v FROM %s WHERE pk = ?", 1000));
+        assertEquals(
+                List.of("[pk:1000, ck:0, v:'late']"),
+                t.compare(session, ONE, "SELECT pk, ck, v FROM %s WHERE pk = ?", 1000));
 
         // Applying a change of the SSTable set fails: Needle reconciles with the live SSTables.
         arm("notification", 1);
@@ -263,8 +293,14 @@ class OperationsIT {
         cluster.awaitReady(1, "ks", "faulty");
         assertTrue(metric("faulty", "SSTablesScanned") >= 1, "the SSTable whose filter was not saved was scanned");
         compareAll(t, 300);
-        Lookups.assertSkipped(cluster, 1, "ks", "faulty", "a deleted partition after all of this",
-                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.faulty WHERE pk = 8").setConsistencyLevel(ONE)));
+        Lookups.assertSkipped(
+                cluster,
+                1,
+                "ks",
+                "faulty",
+                "a deleted partition after all of this",
+                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.faulty WHERE pk = 8")
+                        .setConsistencyLevel(ONE)));
     }
 
     /**
@@ -272,7 +308,8 @@ class OperationsIT {
      * ({@code <keyspace>/<table>-<id>/}: it takes the SSTables' table from the path).
      */
     static Path importDir(String table) throws IOException {
-        Path dir = Files.createTempDirectory(cluster.dir(), "import").resolve("ks").resolve(table + "-" + "0".repeat(32));
+        Path dir =
+                Files.createTempDirectory(cluster.dir(), "import").resolve("ks").resolve(table + "-" + "0".repeat(32));
         return Files.createDirectories(dir);
     }
 
@@ -293,7 +330,8 @@ class OperationsIT {
         long n = 0;
         for (Path dir : cluster.tableDirs(1, "ks", table)) {
             try (Stream<Path> files = Files.list(dir)) {
-                n += files.filter(f -> f.getFileName().toString().contains("-Needle+")).count();
+                n += files.filter(f -> f.getFileName().toString().contains("-Needle+"))
+                        .count();
             }
         }
         return n;

@@ -1,6 +1,5 @@
 package dev.needle.cassandra;
 
-import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,6 +8,7 @@ import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import dev.needle.testkit.LocalCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 class RestartIT {
 
     private static ResultSet select(CqlSession s, int pk) {
-        return s.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = ?", pk).setConsistencyLevel(ConsistencyLevel.ONE));
+        return s.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = ?", pk)
+                .setConsistencyLevel(ConsistencyLevel.ONE));
     }
 
     private static void waitFor(LocalCluster c, String metric, long atLeast) throws Exception {
@@ -53,10 +54,20 @@ class RestartIT {
                 cluster.flush(1, "ks", "t");
 
                 // Row-by-row deletes are learned from the first read that finds nothing.
-                Lookups.assertRead(cluster, 1, "ks", "t", "row deletes are not known before a read proves them",
+                Lookups.assertRead(
+                        cluster,
+                        1,
+                        "ks",
+                        "t",
+                        "row deletes are not known before a read proves them",
                         () -> assertEquals(0, select(s, 105).all().size()));
                 waitFor(cluster, "FeedbackRemovals", 1);
-                Lookups.assertSkipped(cluster, 1, "ks", "t", "the proven-dead partition",
+                Lookups.assertSkipped(
+                        cluster,
+                        1,
+                        "ks",
+                        "t",
+                        "the proven-dead partition",
                         () -> assertEquals(0, select(s, 105).all().size()));
                 s.execute("INSERT INTO ks.t (pk, ck, v) VALUES (105, 9, 'back')");
                 assertEquals(1, select(s, 105).all().size(), "a write after the proof must be visible");
@@ -68,7 +79,12 @@ class RestartIT {
             assertTrue(cluster.metric(1, "ks", "t", "SSTablesLoaded") >= 1);
             assertEquals(0, cluster.metric(1, "ks", "t", "SSTablesScanned"));
             try (CqlSession s = cluster.session(1)) {
-                Lookups.assertSkipped(cluster, 1, "ks", "t", "a deleted partition after a restart",
+                Lookups.assertSkipped(
+                        cluster,
+                        1,
+                        "ks",
+                        "t",
+                        "a deleted partition after a restart",
                         () -> assertEquals(0, select(s, 7).all().size()));
                 assertEquals(3, select(s, 150).all().size());
                 assertEquals(1, select(s, 105).all().size());
@@ -85,7 +101,12 @@ class RestartIT {
             waitFor(cluster, "Ready", 1);
             try (CqlSession s = cluster.session(1)) {
                 assertEquals(3, select(s, 300).all().size(), "write lost across kill -9");
-                Lookups.assertSkipped(cluster, 1, "ks", "t", "a replayed delete",
+                Lookups.assertSkipped(
+                        cluster,
+                        1,
+                        "ks",
+                        "t",
+                        "a replayed delete",
                         () -> assertEquals(0, select(s, 301).all().size()));
                 assertEquals(0, select(s, 150).all().size());
                 assertEquals(3, select(s, 160).all().size());
@@ -95,7 +116,8 @@ class RestartIT {
             cluster.stop(1);
             List<Path> files;
             try (Stream<Path> walk = Files.walk(cluster.dir())) {
-                files = walk.filter(p -> p.getFileName().toString().contains("-Needle+")).toList();
+                files = walk.filter(p -> p.getFileName().toString().contains("-Needle+"))
+                        .toList();
             }
             assertFalse(files.isEmpty(), "no saved filter under " + cluster.dir());
             for (Path f : files) {
@@ -107,7 +129,12 @@ class RestartIT {
             waitFor(cluster, "Ready", 1);
             assertTrue(cluster.metric(1, "ks", "t", "SSTablesScanned") >= files.size());
             try (CqlSession s = cluster.session(1)) {
-                Lookups.assertSkipped(cluster, 1, "ks", "t", "a deleted partition after the rebuild",
+                Lookups.assertSkipped(
+                        cluster,
+                        1,
+                        "ks",
+                        "t",
+                        "a deleted partition after the rebuild",
                         () -> assertEquals(0, select(s, 7).all().size()));
                 for (int pk = 150; pk < 200; pk++) {
                     assertEquals(pk == 150 ? 0 : 3, select(s, pk).all().size(), "partition " + pk);

@@ -55,7 +55,12 @@ class SSTableSwapIT {
         byte[] b = new byte[valueBytes * 3 / 4];
         for (int k = from; k < to; k++) {
             r.nextBytes(b);
-            t.write(session, ONE, "INSERT INTO %s (k, v) VALUES (?, ?)", k, java.util.Base64.getEncoder().encodeToString(b));
+            t.write(
+                    session,
+                    ONE,
+                    "INSERT INTO %s (k, v) VALUES (?, ?)",
+                    k,
+                    java.util.Base64.getEncoder().encodeToString(b));
         }
     }
 
@@ -124,7 +129,8 @@ class SSTableSwapIT {
             boolean stopped = false;
             while (System.nanoTime() < deadline && !stopped && compaction.isAlive()) {
                 if (cluster.gauge(1, liveCount) == 3) {
-                    cluster.jmxInvoke(1, "org.apache.cassandra.db:type=CompactionManager", "stopCompaction", "MAJOR_COMPACTION");
+                    cluster.jmxInvoke(
+                            1, "org.apache.cassandra.db:type=CompactionManager", "stopCompaction", "MAJOR_COMPACTION");
                     stopped = true;
                 }
                 Thread.sleep(20);

@@ -1,6 +1,5 @@
 package dev.needle.cassandra;
 
-import dev.needle.testkit.LocalCluster;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -13,6 +12,7 @@ import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.datastax.oss.driver.api.core.cql.TraceEvent;
 import com.datastax.oss.driver.api.core.servererrors.QueryValidationException;
+import dev.needle.testkit.LocalCluster;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -45,7 +45,8 @@ class SkipReadIT {
 
     private static ResultSet select(int pk, boolean trace) {
         return session.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = ?", pk)
-                .setConsistencyLevel(ConsistencyLevel.ONE).setTracing(trace));
+                .setConsistencyLevel(ConsistencyLevel.ONE)
+                .setTracing(trace));
     }
 
     private static boolean skippedPerTrace(ResultSet rs) {
@@ -71,11 +72,26 @@ class SkipReadIT {
             } else if (phase.equals("compacted")) {
                 cluster.compact(1, "ks", "t");
             }
-            Lookups.assertSkipped(cluster, 1, "ks", "t", phase + ", deleted partition",
+            Lookups.assertSkipped(
+                    cluster,
+                    1,
+                    "ks",
+                    "t",
+                    phase + ", deleted partition",
                     () -> assertEquals(0, select(5, false).all().size()));
-            Lookups.assertSkipped(cluster, 1, "ks", "t", phase + ", never-written partition",
+            Lookups.assertSkipped(
+                    cluster,
+                    1,
+                    "ks",
+                    "t",
+                    phase + ", never-written partition",
                     () -> assertEquals(0, select(5000, false).all().size()));
-            Lookups.assertRead(cluster, 1, "ks", "t", phase + ", live partition",
+            Lookups.assertRead(
+                    cluster,
+                    1,
+                    "ks",
+                    "t",
+                    phase + ", live partition",
                     () -> assertEquals(3, select(50, false).all().size()));
         }
         assertTrue(skippedPerTrace(select(5000, true)), "a skipped read carries its trace event");
@@ -97,24 +113,36 @@ class SkipReadIT {
     @Test
     void aggregatesAndHigherConsistencyLevelsAreNotSkipped() throws Exception {
         long count = session.execute(SimpleStatement.newInstance("SELECT count(*) FROM ks.t WHERE pk = 99999")
-                .setConsistencyLevel(ConsistencyLevel.ONE)).one().getLong(0);
+                        .setConsistencyLevel(ConsistencyLevel.ONE))
+                .one()
+                .getLong(0);
         assertEquals(0, count, "an aggregate over an absent partition still returns its row");
-        LocalCluster.LookupCounts quorum = cluster.lookups(1, "ks", "t", () -> session.execute(
-                SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998").setConsistencyLevel(ConsistencyLevel.QUORUM)));
+        LocalCluster.LookupCounts quorum = cluster.lookups(
+                1,
+                "ks",
+                "t",
+                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998")
+                        .setConsistencyLevel(ConsistencyLevel.QUORUM)));
         assertEquals(new LocalCluster.LookupCounts(0, 1), quorum, "a QUORUM read was skipped");
     }
 
     @Test
     void badOptionsAreRejectedClearly() {
         session.execute("CREATE TABLE IF NOT EXISTS ks.other (pk int PRIMARY KEY, v int)");
-        QueryValidationException e = assertThrows(QueryValidationException.class, () -> session.execute(
-                "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': 'quotient'}"));
+        QueryValidationException e = assertThrows(
+                QueryValidationException.class,
+                () -> session.execute(
+                        "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': 'quotient'}"));
         assertTrue(e.getMessage().contains("use 'cuckoo'"), e.getMessage());
-        e = assertThrows(QueryValidationException.class, () -> session.execute(
-                "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'fp_rate': '2'}"));
+        e = assertThrows(
+                QueryValidationException.class,
+                () -> session.execute(
+                        "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'fp_rate': '2'}"));
         assertTrue(e.getMessage().contains("fp_rate"), e.getMessage());
-        e = assertThrows(QueryValidationException.class, () -> session.execute(
-                "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'fp_rat': '0.01'}"));
+        e = assertThrows(
+                QueryValidationException.class,
+                () -> session.execute(
+                        "CREATE CUSTOM INDEX ON ks.other () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'fp_rat': '0.01'}"));
         assertTrue(e.getMessage().contains("fp_rat"), e.getMessage());
     }
 
@@ -127,8 +155,11 @@ class SkipReadIT {
         session.execute("CREATE CUSTOM INDEX again_needle ON ks.again () USING 'dev.needle.cassandra.NeedleIndex'");
         waitReady("again");
         for (int i = 0; i < 50; i++) {
-            assertNotNull(session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = ?", i)
-                    .setConsistencyLevel(ConsistencyLevel.ONE)).one(), "row " + i + " written before the index was lost");
+            assertNotNull(
+                    session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = ?", i)
+                                    .setConsistencyLevel(ConsistencyLevel.ONE))
+                            .one(),
+                    "row " + i + " written before the index was lost");
         }
         session.execute("DROP INDEX ks.again_needle");
         session.execute("CREATE CUSTOM INDEX again_needle ON ks.again () USING 'dev.needle.cassandra.NeedleIndex' "
@@ -136,10 +167,17 @@ class SkipReadIT {
         waitReady("again");
         for (int i = 0; i < 50; i++) {
             assertNotNull(session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = ?", i)
-                    .setConsistencyLevel(ConsistencyLevel.ONE)).one());
+                            .setConsistencyLevel(ConsistencyLevel.ONE))
+                    .one());
         }
-        Lookups.assertSkipped(cluster, 1, "ks", "again", "a never-written key after the re-creation", () -> session.execute(
-                SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = 777").setConsistencyLevel(ConsistencyLevel.ONE)));
+        Lookups.assertSkipped(
+                cluster,
+                1,
+                "ks",
+                "again",
+                "a never-written key after the re-creation",
+                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.again WHERE pk = 777")
+                        .setConsistencyLevel(ConsistencyLevel.ONE)));
     }
 
     private static void waitReady(String table) throws Exception {

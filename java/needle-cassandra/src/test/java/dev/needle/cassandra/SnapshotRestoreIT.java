@@ -76,7 +76,8 @@ class SnapshotRestoreIT {
         Path snap = dir.resolve("snapshots").resolve(snapshot);
         try (Stream<Path> files = Files.list(snap)) {
             List<Path> copied = files.filter(f -> !f.getFileName().toString().equals("manifest.json")
-                    && !f.getFileName().toString().equals("schema.cql")).toList();
+                            && !f.getFileName().toString().equals("schema.cql"))
+                    .toList();
             assertFalse(copied.isEmpty(), "empty snapshot " + snap);
             for (Path f : copied) {
                 Files.copy(f, dir.resolve(f.getFileName()));

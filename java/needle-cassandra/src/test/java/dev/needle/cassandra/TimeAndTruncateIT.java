@@ -42,7 +42,8 @@ class TimeAndTruncateIT {
     private static TwinTables twins(String keyspace, String name) {
         TwinTables t = new TwinTables(keyspace + "." + name, keyspace + "." + name + "_twin");
         t.schema(session, "CREATE TABLE %s (k int PRIMARY KEY, v int)");
-        session.execute("CREATE CUSTOM INDEX ON " + keyspace + "." + name + " () USING 'dev.needle.cassandra.NeedleIndex'");
+        session.execute(
+                "CREATE CUSTOM INDEX ON " + keyspace + "." + name + " () USING 'dev.needle.cassandra.NeedleIndex'");
         return t;
     }
 
@@ -58,7 +59,8 @@ class TimeAndTruncateIT {
         Thread.sleep(4_000);
         int past = (int) (System.currentTimeMillis() / 1000) - 60;
         for (int k = 1; k <= 4; k++) {
-            List<String> rows = t.compare(session, ONE, st -> st.setNowInSeconds(past), "SELECT k, v FROM %s WHERE k = ?", k);
+            List<String> rows =
+                    t.compare(session, ONE, st -> st.setNowInSeconds(past), "SELECT k, v FROM %s WHERE k = ?", k);
             assertEquals(k <= 3 ? 1 : 0, rows.size(), "key " + k + " at now_in_seconds 60 s ago");
             t.compare(session, ONE, "SELECT k, v FROM %s WHERE k = ?", k);
         }

@@ -77,7 +77,7 @@ abstract class AbstractCuckooFilter extends GuardedFilter implements Filter {
 
     @Override
     public String toString() {
-        return getClass().getSimpleName() + "{f=" + table.fingerprintBits + ", b=" + table.slotsPerBucket
-                + ", buckets=" + table.numBuckets + ", count=" + count() + ", load=" + String.format("%.4f", load()) + "}";
+        return getClass().getSimpleName() + "{f=" + table.fingerprintBits + ", b=" + table.slotsPerBucket + ", buckets="
+                + table.numBuckets + ", count=" + count() + ", load=" + String.format("%.4f", load()) + "}";
     }
 }

@@ -18,6 +18,7 @@ package dev.needle.filter;
 public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements KeyFilter {
     /** Number of fingerprint functions; selectors cycle through them. */
     static final int SELECTORS = 4;
+
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
     private static final long SECOND_BUCKET_SALT = 0x5851F42D4C957F2DL;
 
@@ -48,7 +49,8 @@ public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements 
     /** A filter of the given shape. */
     public static AdaptiveCuckooFilter create(CuckooSizing s) {
         return new AdaptiveCuckooFilter(
-                new CuckooTable(s.fingerprintBits(), 2, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), true), 0);
+                new CuckooTable(s.fingerprintBits(), 2, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), true),
+                0);
     }
 
     @Override
@@ -107,7 +109,8 @@ public final class AdaptiveCuckooFilter extends AbstractCuckooFilter implements 
         for (int sel = 0; sel < SELECTORS; sel++) {
             long lane = laneOf(hash, sel);
             long pattern = lane * t.ones;
-            if (t.bucketMatches(b1, pattern, -1L) || t.bucketMatches(b2, pattern, -1L)
+            if (t.bucketMatches(b1, pattern, -1L)
+                    || t.bucketMatches(b2, pattern, -1L)
                     || (t.stashSize != 0 && t.stashMatches(b1, b2, lane, -1L))) {
                 return true;
             }

@@ -87,7 +87,6 @@ public final class BloomFilter extends GuardedFilter implements KeyFilter, KeySt
         return Math.pow(-Math.expm1(-(double) numHashes * count() / numBits), numHashes);
     }
 
-
     @Override
     public boolean insertHash(long hash) {
         return writeLocked(() -> {

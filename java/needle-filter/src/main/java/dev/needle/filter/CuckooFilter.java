@@ -27,7 +27,8 @@ public final class CuckooFilter extends AbstractCuckooFilter implements KeyFilte
 
     /** A filter of the given shape. */
     public static CuckooFilter create(CuckooSizing s) {
-        return new CuckooFilter(new CuckooTable(s.fingerprintBits(), 0, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), false));
+        return new CuckooFilter(
+                new CuckooTable(s.fingerprintBits(), 0, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), false));
     }
 
     @Override

@@ -23,10 +23,14 @@ public record CuckooSizing(int fingerprintBits, int slotsPerBucket, int numBucke
     /** The load the filter is sized to reach at its expected key count, by bucket size. */
     public static double designLoad(int slotsPerBucket) {
         switch (slotsPerBucket) {
-            case 2: return 0.84;
-            case 4: return 0.95;
-            case 8: return 0.97;
-            default: throw new IllegalArgumentException("slots per bucket must be 2, 4 or 8, got " + slotsPerBucket);
+            case 2:
+                return 0.84;
+            case 4:
+                return 0.95;
+            case 8:
+                return 0.97;
+            default:
+                throw new IllegalArgumentException("slots per bucket must be 2, 4 or 8, got " + slotsPerBucket);
         }
     }
 
@@ -39,8 +43,9 @@ public record CuckooSizing(int fingerprintBits, int slotsPerBucket, int numBucke
         double bits = Math.log(2 * slotsPerBucket * designLoad(slotsPerBucket) / fpp) / Math.log(2);
         int f = (int) Math.ceil(bits - 1e-9);
         if (f > 32) {
-            throw new IllegalArgumentException("false-positive rate " + fpp + " needs " + f
-                    + "-bit fingerprints; the most is 32 (rate >= " + 2 * slotsPerBucket * designLoad(slotsPerBucket) / Math.pow(2, 32) + ")");
+            throw new IllegalArgumentException(
+                    "false-positive rate " + fpp + " needs " + f + "-bit fingerprints; the most is 32 (rate >= "
+                            + 2 * slotsPerBucket * designLoad(slotsPerBucket) / Math.pow(2, 32) + ")");
         }
         return Math.max(4, f);
     }

@@ -14,6 +14,7 @@ package dev.needle.filter;
 final class CuckooTable {
     /** Bound on the random-walk length of one insert (Fan et al. use 500). */
     static final int MAX_KICKS = 500;
+
     private static final long ALT_MULTIPLIER = 0xC4CEB9FE1A85EC53L;
 
     final int fingerprintBits;
@@ -31,6 +32,7 @@ final class CuckooTable {
     private final long groupMask;
     /** One 1-bit at the bottom of each lane of a group. */
     final long ones;
+
     private final long highs;
 
     final long[] words;
@@ -50,7 +52,8 @@ final class CuckooTable {
 
     private final int[] kickPath = new int[MAX_KICKS];
 
-    CuckooTable(int fingerprintBits, int tagBits, int slotsPerBucket, int numBuckets, int stashCapacity, boolean keyed) {
+    CuckooTable(
+            int fingerprintBits, int tagBits, int slotsPerBucket, int numBuckets, int stashCapacity, boolean keyed) {
         if (fingerprintBits < 4 || fingerprintBits > 32) {
             throw new IllegalArgumentException("fingerprint bits must be in [4, 32], got " + fingerprintBits);
         }

@@ -31,7 +31,8 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
     /** A filter of the given shape; each slot takes one more bit than the fingerprint for its state. */
     public static DeletionAwareCuckooFilter create(CuckooSizing s) {
         return new DeletionAwareCuckooFilter(
-                new CuckooTable(s.fingerprintBits(), 1, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), false), 0);
+                new CuckooTable(s.fingerprintBits(), 1, s.slotsPerBucket(), s.numBuckets(), s.stashCapacity(), false),
+                0);
     }
 
     @Override
@@ -89,7 +90,8 @@ public final class DeletionAwareCuckooFilter extends AbstractCuckooFilter implem
             return KeyState.LIVE;
         }
         long deletedPattern = (fp | deletedBit) * t.ones;
-        if (t.bucketMatches(b1, deletedPattern, -1L) || t.bucketMatches(b2, deletedPattern, -1L)
+        if (t.bucketMatches(b1, deletedPattern, -1L)
+                || t.bucketMatches(b2, deletedPattern, -1L)
                 || (stash && t.stashMatches(b1, b2, fp | deletedBit, -1L))) {
             return KeyState.DELETED;
         }

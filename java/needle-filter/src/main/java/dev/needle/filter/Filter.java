@@ -41,7 +41,8 @@ public interface Filter {
 
     /** The serialized form as a byte array. */
     default byte[] toByteArray() {
-        ByteArrayOutputStream out = new ByteArrayOutputStream((int) Math.min(Integer.MAX_VALUE - 64, sizeInBytes() + 128));
+        ByteArrayOutputStream out =
+                new ByteArrayOutputStream((int) Math.min(Integer.MAX_VALUE - 64, sizeInBytes() + 128));
         try {
             writeTo(out);
         } catch (IOException e) {

@@ -27,9 +27,11 @@ public final class FilterIO {
     public static final int VERSION = 1;
     /** Hash code 1: XXH64 with seed 0 over the key bytes. */
     static final int HASH_XXH64 = 1;
+
     static final int HEADER_BYTES = 64;
     /** The header's CRC32C covers bytes [0, 60) and sits in its last four bytes. */
     static final int HEADER_CRC_OFFSET = 60;
+
     private static final int CHUNK = 1 << 16;
 
     private FilterIO() {}
@@ -40,8 +42,18 @@ public final class FilterIO {
         CuckooTable t = f.table;
         long third = f instanceof AdaptiveCuckooFilter a ? a.adaptationsUnlocked() : f.deletedEntries();
         long payload = cuckooPayloadBytes(t.dataWords(), t.stashSize, t.backing != null, t.slots());
-        ByteBuffer h = header(f.kind(), t.fingerprintBits, t.slotsPerBucket, t.tagBits, t.stashCapacity, t.stashSize,
-                t.numBuckets, t.occupied, third, t.rng, payload);
+        ByteBuffer h = header(
+                f.kind(),
+                t.fingerprintBits,
+                t.slotsPerBucket,
+                t.tagBits,
+                t.stashCapacity,
+                t.stashSize,
+                t.numBuckets,
+                t.occupied,
+                third,
+                t.rng,
+                payload);
         out.write(h.array());
         PayloadWriter w = new PayloadWriter(out);
         for (int i = 0; i < t.dataWords(); i++) {
@@ -63,7 +75,17 @@ public final class FilterIO {
     }
 
     static void writeBloom(BloomFilter f, OutputStream out) throws IOException {
-        ByteBuffer h = header(FilterKind.BLOOM, 0, 0, 0, 0, f.numHashes, f.numBits, f.count, f.designKeys, 0,
+        ByteBuffer h = header(
+                FilterKind.BLOOM,
+                0,
+                0,
+                0,
+                0,
+                f.numHashes,
+                f.numBits,
+                f.count,
+                f.designKeys,
+                0,
                 (long) f.words.length * 8);
         out.write(h.array());
         PayloadWriter w = new PayloadWriter(out);
@@ -81,8 +103,18 @@ public final class FilterIO {
         return bytes;
     }
 
-    private static ByteBuffer header(FilterKind kind, int f, int b, int tagBits, int stashCapacity, int stashOrHashes,
-                                     long bucketsOrBits, long entries, long third, long rng, long payload) {
+    private static ByteBuffer header(
+            FilterKind kind,
+            int f,
+            int b,
+            int tagBits,
+            int stashCapacity,
+            int stashOrHashes,
+            long bucketsOrBits,
+            long entries,
+            long third,
+            long rng,
+            long payload) {
         ByteBuffer h = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         h.putInt(0, MAGIC);
         h.putShort(4, (short) VERSION);
@@ -155,8 +187,10 @@ public final class FilterIO {
         Files.createDirectories(dir);
         Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
         try {
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
-                 OutputStream out = new java.io.BufferedOutputStream(java.nio.channels.Channels.newOutputStream(ch), CHUNK)) {
+            try (FileChannel ch =
+                            FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+                    OutputStream out =
+                            new java.io.BufferedOutputStream(java.nio.channels.Channels.newOutputStream(ch), CHUNK)) {
                 content.writeTo(out);
                 out.flush();
                 ch.force(true);
@@ -196,8 +230,8 @@ public final class FilterIO {
     public static Filter read(InputStream in) throws IOException {
         byte[] hb = in.readNBytes(HEADER_BYTES);
         if (hb.length < 8) {
-            throw new FilterFormatException("truncated: " + hb.length + " bytes, shorter than a filter header ("
-                    + HEADER_BYTES + " bytes)");
+            throw new FilterFormatException(
+                    "truncated: " + hb.length + " bytes, shorter than a filter header (" + HEADER_BYTES + " bytes)");
         }
         ByteBuffer h = ByteBuffer.wrap(hb).order(ByteOrder.LITTLE_ENDIAN);
         if (h.getInt(0) != MAGIC) {
@@ -205,8 +239,9 @@ public final class FilterIO {
         }
         int version = h.getShort(4) & 0xFFFF;
         if (version != VERSION) {
-            throw new FilterFormatException("unsupported filter format version " + version + "; this build reads version "
-                    + VERSION + " (rebuild the filter, or use a Needle release that reads version " + version + ")");
+            throw new FilterFormatException(
+                    "unsupported filter format version " + version + "; this build reads version " + VERSION
+                            + " (rebuild the filter, or use a Needle release that reads version " + version + ")");
         }
         if (hb.length < HEADER_BYTES) {
             throw new FilterFormatException("truncated: header has " + hb.length + " of " + HEADER_BYTES + " bytes");
@@ -240,10 +275,12 @@ public final class FilterIO {
         long third = h.getLong(32);
         int expectedTag = kind == FilterKind.CUCKOO ? 0 : kind == FilterKind.DELETION_AWARE_CUCKOO ? 1 : 2;
         if (tagBits != expectedTag) {
-            throw new FilterFormatException("corrupt header: " + kind + " has " + expectedTag + " tag bits, header says " + tagBits);
+            throw new FilterFormatException(
+                    "corrupt header: " + kind + " has " + expectedTag + " tag bits, header says " + tagBits);
         }
         if (buckets < 1 || buckets > Integer.MAX_VALUE || stashSize < 0 || stashSize > stashCapacity) {
-            throw new FilterFormatException("corrupt header: buckets " + buckets + ", stash " + stashSize + "/" + stashCapacity);
+            throw new FilterFormatException(
+                    "corrupt header: buckets " + buckets + ", stash " + stashSize + "/" + stashCapacity);
         }
         CuckooTable t;
         try {
@@ -263,7 +300,11 @@ public final class FilterIO {
         for (int i = 0; i < stashSize; i++) {
             long bucket = r.getLong();
             long lane = r.getLong();
-            if (bucket < 0 || bucket >= buckets || lane == 0 || (lane & ~t.laneMask) != 0 || (lane & t.fingerprintMask) == 0) {
+            if (bucket < 0
+                    || bucket >= buckets
+                    || lane == 0
+                    || (lane & ~t.laneMask) != 0
+                    || (lane & t.fingerprintMask) == 0) {
                 throw new FilterFormatException("corrupt stash entry " + i);
             }
             t.stashBucket[i] = (int) bucket;
@@ -304,7 +345,8 @@ public final class FilterIO {
             }
         }
         if (occupied != entries || (kind == FilterKind.DELETION_AWARE_CUCKOO && deleted != third)) {
-            throw new FilterFormatException("corrupt filter: header says " + entries + " entries, table holds " + occupied);
+            throw new FilterFormatException(
+                    "corrupt filter: header says " + entries + " entries, table holds " + occupied);
         }
         t.occupied = occupied;
         switch (kind) {
@@ -364,7 +406,8 @@ public final class FilterIO {
             int want = (int) Math.min(CHUNK, length - consumed);
             int n = in.readNBytes(buf.array(), 0, want);
             if (n < want) {
-                throw new FilterFormatException("truncated: payload has " + (consumed + n) + " of " + length + " bytes");
+                throw new FilterFormatException(
+                        "truncated: payload has " + (consumed + n) + " of " + length + " bytes");
             }
             crc.update(buf.array(), 0, n);
             consumed += n;

@@ -41,7 +41,8 @@ public final class Hashing {
     /** XXH64 of {@code len} bytes of {@code buf} from {@code off}, with the given seed. */
     public static long xxh64(byte[] buf, int off, int len, long seed) {
         if (off < 0 || len < 0 || off + len > buf.length) {
-            throw new IndexOutOfBoundsException("range [" + off + ", " + (off + len) + ") outside array of " + buf.length);
+            throw new IndexOutOfBoundsException(
+                    "range [" + off + ", " + (off + len) + ") outside array of " + buf.length);
         }
         final int end = off + len;
         int p = off;
@@ -118,8 +119,14 @@ public final class Hashing {
     }
 
     private static long le64(byte[] b, int i) {
-        return (b[i] & 0xFFL) | (b[i + 1] & 0xFFL) << 8 | (b[i + 2] & 0xFFL) << 16 | (b[i + 3] & 0xFFL) << 24
-                | (b[i + 4] & 0xFFL) << 32 | (b[i + 5] & 0xFFL) << 40 | (b[i + 6] & 0xFFL) << 48 | (b[i + 7] & 0xFFL) << 56;
+        return (b[i] & 0xFFL)
+                | (b[i + 1] & 0xFFL) << 8
+                | (b[i + 2] & 0xFFL) << 16
+                | (b[i + 3] & 0xFFL) << 24
+                | (b[i + 4] & 0xFFL) << 32
+                | (b[i + 5] & 0xFFL) << 40
+                | (b[i + 6] & 0xFFL) << 48
+                | (b[i + 7] & 0xFFL) << 56;
     }
 
     private static int le32(byte[] b, int i) {

@@ -68,8 +68,14 @@ class ConcurrencyTest {
         };
     }
 
-    private static void runScenario(Filter f, LongPredicate insert, LongPredicate remove, LongPredicate probe,
-                                    LongPredicate batchProbe, int writers) throws Exception {
+    private static void runScenario(
+            Filter f,
+            LongPredicate insert,
+            LongPredicate remove,
+            LongPredicate probe,
+            LongPredicate batchProbe,
+            int writers)
+            throws Exception {
         SplittableRandom r = new SplittableRandom(11);
         long[] stable = new long[(int) (f.capacity() * 0.6)];
         for (int i = 0; i < stable.length; i++) {
@@ -83,46 +89,50 @@ class ConcurrencyTest {
         List<Throwable> errors = java.util.Collections.synchronizedList(new ArrayList<>());
         for (int t = 0; t < READERS; t++) {
             int id = t;
-            threads.add(new Thread(() -> {
-                int i = id;
-                long n = 0;
-                while (!done.get()) {
-                    long k = stable[i];
-                    if (!probe.test(k) || (batchProbe != null && !batchProbe.test(k))) {
-                        misses.incrementAndGet();
-                    }
-                    i = (i + READERS) % stable.length;
-                    n++;
-                }
-                lookups.addAndGet(n);
-            }, "reader-" + t));
+            threads.add(new Thread(
+                    () -> {
+                        int i = id;
+                        long n = 0;
+                        while (!done.get()) {
+                            long k = stable[i];
+                            if (!probe.test(k) || (batchProbe != null && !batchProbe.test(k))) {
+                                misses.incrementAndGet();
+                            }
+                            i = (i + READERS) % stable.length;
+                            n++;
+                        }
+                        lookups.addAndGet(n);
+                    },
+                    "reader-" + t));
         }
         List<Thread> writerThreads = new ArrayList<>();
         for (int w = 0; w < writers; w++) {
             long seed = 100 + w;
-            writerThreads.add(new Thread(() -> {
-                try {
-                    SplittableRandom wr = new SplittableRandom(seed);
-                    // Churn keys: fill this writer's share of the remaining room, then replace keys one by one.
-                    int room = (int) (f.capacity() * 0.35 / writers);
-                    long[] churn = new long[room];
-                    int held = 0;
-                    for (int op = 0; op < 200_000; op++) {
-                        if (held < room) {
-                            long k = wr.nextLong();
-                            if (insert.test(k)) {
-                                churn[held++] = k;
+            writerThreads.add(new Thread(
+                    () -> {
+                        try {
+                            SplittableRandom wr = new SplittableRandom(seed);
+                            // Churn keys: fill this writer's share of the remaining room, then replace keys one by one.
+                            int room = (int) (f.capacity() * 0.35 / writers);
+                            long[] churn = new long[room];
+                            int held = 0;
+                            for (int op = 0; op < 200_000; op++) {
+                                if (held < room) {
+                                    long k = wr.nextLong();
+                                    if (insert.test(k)) {
+                                        churn[held++] = k;
+                                    }
+                                } else {
+                                    int victim = wr.nextInt(held);
+                                    assertTrue(remove.test(churn[victim]), "remove of a held churn key failed");
+                                    churn[victim] = churn[--held];
+                                }
                             }
-                        } else {
-                            int victim = wr.nextInt(held);
-                            assertTrue(remove.test(churn[victim]), "remove of a held churn key failed");
-                            churn[victim] = churn[--held];
+                        } catch (Throwable e) {
+                            errors.add(e);
                         }
-                    }
-                } catch (Throwable e) {
-                    errors.add(e);
-                }
-            }, "writer-" + w));
+                    },
+                    "writer-" + w));
         }
         threads.forEach(Thread::start);
         writerThreads.forEach(Thread::start);
@@ -134,7 +144,8 @@ class ConcurrencyTest {
             t.join();
         }
         assertTrue(errors.isEmpty(), () -> "writer failed: " + errors);
-        assertEquals(0, misses.get(), "readers saw " + misses.get() + " false negatives in " + lookups.get() + " lookups");
+        assertEquals(
+                0, misses.get(), "readers saw " + misses.get() + " false negatives in " + lookups.get() + " lookups");
         assertTrue(lookups.get() > 10_000, "readers made only " + lookups.get() + " lookups");
         for (long k : stable) {
             assertTrue(probe.test(k));

@@ -34,7 +34,8 @@ class FalsePositiveRateTest {
     @ParameterizedTest(name = "deletion-aware f={0} b={1}")
     @CsvSource({"8,4", "16,4", "12,8"})
     void deletionAwareMatchesTheory(int f, int b) {
-        DeletionAwareCuckooFilter filter = DeletionAwareCuckooFilter.create(new CuckooSizing(f, b, 1 << 16, CuckooSizing.DEFAULT_STASH));
+        DeletionAwareCuckooFilter filter =
+                DeletionAwareCuckooFilter.create(new CuckooSizing(f, b, 1 << 16, CuckooSizing.DEFAULT_STASH));
         SplittableRandom r = new SplittableRandom(f * 17L + b);
         long[] keys = fill(filter::insertHash, filter, r, CuckooSizing.designLoad(b));
         for (int i = 0; i < keys.length; i += 3) {
@@ -92,7 +93,8 @@ class FalsePositiveRateTest {
         }
         double sigma = Math.sqrt(ABSENT_KEYS * expectedRate * (1 - expectedRate));
         double tolerance = 5 * sigma + 0.05 * expected;
-        assertTrue(Math.abs(falsePositives - expected) <= tolerance,
+        assertTrue(
+                Math.abs(falsePositives - expected) <= tolerance,
                 what + ": measured " + falsePositives + " false positives in " + ABSENT_KEYS + ", theory " + expected
                         + " +- " + tolerance);
     }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -13,7 +12,8 @@ import org.junit.jupiter.api.Test;
 class HashingTest {
     @Test
     void matchesReferenceVectors() throws Exception {
-        List<String> lines = Files.readAllLines(TestFiles.formatDir().resolve("vectors/xxh64.txt"), StandardCharsets.UTF_8);
+        List<String> lines =
+                Files.readAllLines(TestFiles.formatDir().resolve("vectors/xxh64.txt"), StandardCharsets.UTF_8);
         int checked = 0;
         for (String line : lines) {
             if (line.startsWith("#") || line.isBlank()) {
@@ -49,7 +49,10 @@ class HashingTest {
         byte[] data = "partition:42".getBytes(StandardCharsets.UTF_8);
         java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(data.length + 3);
         direct.put(new byte[] {9, 9, 9}).put(data).flip().position(3);
-        java.nio.ByteBuffer heap = java.nio.ByteBuffer.wrap(new byte[data.length + 5], 2, data.length).slice().put(data).flip();
+        java.nio.ByteBuffer heap = java.nio.ByteBuffer.wrap(new byte[data.length + 5], 2, data.length)
+                .slice()
+                .put(data)
+                .flip();
         assertEquals(Hashing.hash(data), Hashing.hash(direct));
         assertEquals(3, direct.position(), "hashing moved the buffer");
         assertEquals(Hashing.hash(data), Hashing.hash(heap));

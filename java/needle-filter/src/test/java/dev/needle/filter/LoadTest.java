@@ -37,7 +37,9 @@ class LoadTest {
             for (int i = 0; i < n; i++) {
                 assertTrue(filter.insertHash(r.nextLong()), "insert " + i + " of " + n + " failed at " + filter);
             }
-            assertTrue(filter.expectedFalsePositiveRate() <= fpp, filter + " expects " + filter.expectedFalsePositiveRate());
+            assertTrue(
+                    filter.expectedFalsePositiveRate() <= fpp,
+                    filter + " expects " + filter.expectedFalsePositiveRate());
         }
     }
 
@@ -46,7 +48,9 @@ class LoadTest {
         for (int b : new int[] {2, 4, 8}) {
             for (int kind = 0; kind < 3; kind++) {
                 CuckooSizing s = new CuckooSizing(10, b, 50, 2);
-                Filter filter = kind == 0 ? CuckooFilter.create(s) : kind == 1 ? DeletionAwareCuckooFilter.create(s) : AdaptiveCuckooFilter.create(s);
+                Filter filter = kind == 0
+                        ? CuckooFilter.create(s)
+                        : kind == 1 ? DeletionAwareCuckooFilter.create(s) : AdaptiveCuckooFilter.create(s);
                 SplittableRandom r = new SplittableRandom(b * 10L + kind);
                 List<Long> held = new ArrayList<>();
                 int failures = 0;
@@ -58,7 +62,8 @@ class LoadTest {
                         held.add(k);
                     } else {
                         failures++;
-                        assertArrayEquals(before, filter.toByteArray(), "a failed insert changed the serialized filter");
+                        assertArrayEquals(
+                                before, filter.toByteArray(), "a failed insert changed the serialized filter");
                         assertFalse(held.isEmpty());
                     }
                 }

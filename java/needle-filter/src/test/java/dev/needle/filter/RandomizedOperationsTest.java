@@ -34,10 +34,10 @@ class RandomizedOperationsTest {
     @Provide
     Arbitrary<Shape> shapes() {
         return Combinators.combine(
-                Arbitraries.of(4, 8, 12, 16, 17, 32),
-                Arbitraries.of(2, 4, 8),
-                Arbitraries.of(1, 3, 16, 97, 400))
-            .as(Shape::new);
+                        Arbitraries.of(4, 8, 12, 16, 17, 32),
+                        Arbitraries.of(2, 4, 8),
+                        Arbitraries.of(1, 3, 16, 97, 400))
+                .as(Shape::new);
     }
 
     @Property(tries = 200)
@@ -83,7 +83,9 @@ class RandomizedOperationsTest {
     private static void assertAllHeld(CuckooFilter filter, Model model) {
         for (Map.Entry<Long, int[]> e : model.all()) {
             if (e.getValue()[0] > 0) {
-                assertTrue(filter.mightContainHash(e.getKey()), () -> "false negative for " + e.getKey() + " in " + filter);
+                assertTrue(
+                        filter.mightContainHash(e.getKey()),
+                        () -> "false negative for " + e.getKey() + " in " + filter);
             }
         }
     }
@@ -157,7 +159,8 @@ class RandomizedOperationsTest {
     }
 
     @Property(tries = 150)
-    void adaptiveFilterKeepsItsKeysWhileRemovingFalsePositives(@ForAll("shapes") Shape shape, @ForAll long seed) throws IOException {
+    void adaptiveFilterKeepsItsKeysWhileRemovingFalsePositives(@ForAll("shapes") Shape shape, @ForAll long seed)
+            throws IOException {
         AdaptiveCuckooFilter filter = AdaptiveCuckooFilter.create(shape.sizing());
         Model model = new Model();
         int reports = 0;

@@ -24,8 +24,11 @@ class SerializationTest {
         Path dir = TestFiles.formatDir().resolve("vectors");
         for (Map.Entry<String, Filter> e : FormatVectors.build().entrySet()) {
             byte[] committed = Files.readAllBytes(dir.resolve(e.getKey() + ".bin"));
-            assertArrayEquals(committed, e.getValue().toByteArray(),
-                    e.getKey() + ": the writer no longer produces the committed bytes (format change? see format/filter-v1.md)");
+            assertArrayEquals(
+                    committed,
+                    e.getValue().toByteArray(),
+                    e.getKey()
+                            + ": the writer no longer produces the committed bytes (format change? see format/filter-v1.md)");
         }
     }
 
@@ -34,8 +37,10 @@ class SerializationTest {
         Path dir = TestFiles.formatDir().resolve("vectors");
         for (String name : FormatVectors.build().keySet()) {
             Filter loaded = FilterIO.read(dir.resolve(name + ".bin"));
-            assertEquals(Files.readAllLines(dir.resolve(name + ".answers"), StandardCharsets.UTF_8),
-                    FormatVectors.answers(loaded), name);
+            assertEquals(
+                    Files.readAllLines(dir.resolve(name + ".answers"), StandardCharsets.UTF_8),
+                    FormatVectors.answers(loaded),
+                    name);
         }
     }
 
@@ -50,7 +55,8 @@ class SerializationTest {
 
     private static void assertRejected(Path file, String fragment) {
         FilterFormatException e = assertThrows(FilterFormatException.class, () -> FilterIO.read(file));
-        assertTrue(e.getMessage().contains(fragment) && e.getMessage().contains(file.toString()),
+        assertTrue(
+                e.getMessage().contains(fragment) && e.getMessage().contains(file.toString()),
                 "message '" + e.getMessage() + "' lacks '" + fragment + "' or the file name");
     }
 
@@ -60,7 +66,9 @@ class SerializationTest {
             byte[] bytes = f.toByteArray();
             for (int len = 0; len < bytes.length; len++) {
                 byte[] cut = java.util.Arrays.copyOf(bytes, len);
-                FilterFormatException e = assertThrows(FilterFormatException.class, () -> FilterIO.read(cut),
+                FilterFormatException e = assertThrows(
+                        FilterFormatException.class,
+                        () -> FilterIO.read(cut),
                         f.kind() + " truncated to " + len + " of " + bytes.length + " bytes was loaded");
                 assertTrue(e.getMessage().contains("truncated"), e.getMessage());
             }
@@ -77,7 +85,9 @@ class SerializationTest {
                     byte[] bad = bytes.clone();
                     bad[i] ^= (byte) (1 << bit);
                     int at = i;
-                    assertThrows(FilterFormatException.class, () -> FilterIO.read(bad),
+                    assertThrows(
+                            FilterFormatException.class,
+                            () -> FilterIO.read(bad),
                             f.kind() + " with bit " + bit + " of byte " + at + " flipped was loaded");
                 }
             }

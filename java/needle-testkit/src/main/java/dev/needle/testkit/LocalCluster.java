@@ -48,7 +48,8 @@ public final class LocalCluster implements AutoCloseable {
      */
     public int addNode() throws IOException {
         String out = run("add");
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^node(\\d+)$").matcher(out);
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile("(?m)^node(\\d+)$").matcher(out);
         int last = -1;
         while (m.find()) {
             last = Integer.parseInt(m.group(1));
@@ -68,7 +69,11 @@ public final class LocalCluster implements AutoCloseable {
     public static LocalCluster start(int nodes, String... extraUpArgs) throws IOException {
         String jar = System.getProperty("needle.plugin.jar");
         String tool = System.getProperty("needle.cluster.tool", "../../deploy/needle-cluster");
-        return start(Path.of(tool), jar == null ? null : Path.of(jar), Files.createTempDirectory("needle-cluster"), nodes,
+        return start(
+                Path.of(tool),
+                jar == null ? null : Path.of(jar),
+                Files.createTempDirectory("needle-cluster"),
+                nodes,
                 extraUpArgs);
     }
 
@@ -86,7 +91,11 @@ public final class LocalCluster implements AutoCloseable {
                     + "): build it with 'make build' (java/needle-cassandra/target/needle-cassandra-*.jar)");
         }
         LocalCluster c = new LocalCluster(tool, dir, nodes);
-        List<String> args = new ArrayList<>(List.of("up", "-n", String.valueOf(nodes), "--with-needle",
+        List<String> args = new ArrayList<>(List.of(
+                "up",
+                "-n",
+                String.valueOf(nodes),
+                "--with-needle",
                 pluginJar.toAbsolutePath().toString()));
         args.addAll(List.of(extraUpArgs));
         try {
@@ -116,7 +125,8 @@ public final class LocalCluster implements AutoCloseable {
             throw new IOException(e);
         }
         if (p.exitValue() != 0) {
-            throw new IllegalStateException("needle-cluster " + String.join(" ", args) + " failed (" + p.exitValue() + "):\n" + out);
+            throw new IllegalStateException(
+                    "needle-cluster " + String.join(" ", args) + " failed (" + p.exitValue() + "):\n" + out);
         }
         return out;
     }
@@ -157,7 +167,10 @@ public final class LocalCluster implements AutoCloseable {
     /** A node's data directories ({@code data}, {@code data2} ... with {@code up --data-dirs N}). */
     public List<Path> dataDirs(int node) throws IOException {
         try (java.util.stream.Stream<Path> dirs = Files.list(nodeDir(node))) {
-            return dirs.filter(d -> Files.isDirectory(d) && d.getFileName().toString().matches("data\\d*")).sorted().toList();
+            return dirs.filter(d ->
+                            Files.isDirectory(d) && d.getFileName().toString().matches("data\\d*"))
+                    .sorted()
+                    .toList();
         }
     }
 
@@ -171,7 +184,9 @@ public final class LocalCluster implements AutoCloseable {
             Path ks = data.resolve(keyspace);
             if (Files.isDirectory(ks)) {
                 try (java.util.stream.Stream<Path> dirs = Files.list(ks)) {
-                    dirs.filter(d -> d.getFileName().toString().startsWith(table + "-")).sorted().forEach(out::add);
+                    dirs.filter(d -> d.getFileName().toString().startsWith(table + "-"))
+                            .sorted()
+                            .forEach(out::add);
                 }
             }
         }
@@ -227,12 +242,14 @@ public final class LocalCluster implements AutoCloseable {
     public long metric(int node, String keyspace, String table, String name) throws IOException {
         try (JMXConnector c = jmx(node)) {
             MBeanServerConnection mbs = c.getMBeanServerConnection();
-            ObjectName on = new ObjectName("org.apache.cassandra.metrics:type=Needle,keyspace=" + keyspace
-                    + ",scope=" + table + ",name=" + name);
-            boolean counter = Arrays.stream(mbs.getMBeanInfo(on).getAttributes()).anyMatch(a -> a.getName().equals("Count"));
+            ObjectName on = new ObjectName("org.apache.cassandra.metrics:type=Needle,keyspace=" + keyspace + ",scope="
+                    + table + ",name=" + name);
+            boolean counter = Arrays.stream(mbs.getMBeanInfo(on).getAttributes())
+                    .anyMatch(a -> a.getName().equals("Count"));
             return ((Number) mbs.getAttribute(on, counter ? "Count" : "Value")).longValue();
         } catch (JMException e) {
-            throw new IOException("metric " + name + " of " + keyspace + "." + table + " on node " + node + ": " + e, e);
+            throw new IOException(
+                    "metric " + name + " of " + keyspace + "." + table + " on node " + node + ": " + e, e);
         }
     }
 
@@ -241,8 +258,14 @@ public final class LocalCluster implements AutoCloseable {
      * returns the value. A metric that is not registered yet (the index is still registering) counts
      * as not holding. Throws an AssertionError naming the metric and its last value on timeout.
      */
-    public long awaitMetric(int node, String keyspace, String table, String name, java.util.function.LongPredicate condition,
-                            Duration timeout) throws IOException {
+    public long awaitMetric(
+            int node,
+            String keyspace,
+            String table,
+            String name,
+            java.util.function.LongPredicate condition,
+            Duration timeout)
+            throws IOException {
         long deadline = System.nanoTime() + timeout.toNanos();
         Long last = null;
         IOException lastError = null;
@@ -256,9 +279,10 @@ public final class LocalCluster implements AutoCloseable {
                 lastError = e;
             }
             if (System.nanoTime() > deadline) {
-                AssertionError e = new AssertionError("Needle metric " + name + " of " + keyspace + "." + table + " on node "
-                        + node + " did not reach the expected value within " + timeout + (last == null ? " (never read)"
-                        : "; last value " + last));
+                AssertionError e =
+                        new AssertionError("Needle metric " + name + " of " + keyspace + "." + table + " on node "
+                                + node + " did not reach the expected value within " + timeout
+                                + (last == null ? " (never read)" : "; last value " + last));
                 if (last == null && lastError != null) {
                     e.initCause(lastError);
                 }
@@ -290,7 +314,8 @@ public final class LocalCluster implements AutoCloseable {
         long s0 = metric(node, keyspace, table, "LookupsSkipped");
         long p0 = metric(node, keyspace, table, "LookupsPassed");
         action.run();
-        return new LookupCounts(metric(node, keyspace, table, "LookupsSkipped") - s0,
+        return new LookupCounts(
+                metric(node, keyspace, table, "LookupsSkipped") - s0,
                 metric(node, keyspace, table, "LookupsPassed") - p0);
     }
 
@@ -304,8 +329,15 @@ public final class LocalCluster implements AutoCloseable {
         String[] signature = new String[args.length];
         for (int i = 0; i < args.length; i++) {
             Object a = args[i];
-            signature[i] = a instanceof Integer ? "int" : a instanceof Long ? "long" : a instanceof Boolean ? "boolean"
-                    : a instanceof Double ? "double" : a.getClass().getName();
+            signature[i] = a instanceof Integer
+                    ? "int"
+                    : a instanceof Long
+                            ? "long"
+                            : a instanceof Boolean
+                                    ? "boolean"
+                                    : a instanceof Double
+                                            ? "double"
+                                            : a.getClass().getName();
         }
         try (JMXConnector c = jmx(node)) {
             return c.getMBeanServerConnection().invoke(new ObjectName(objectName), operation, args, signature);
@@ -326,7 +358,8 @@ public final class LocalCluster implements AutoCloseable {
     /** Sets a JMX attribute of a node. */
     public void jmxSet(int node, String objectName, String attribute, Object value) throws IOException {
         try (JMXConnector c = jmx(node)) {
-            c.getMBeanServerConnection().setAttribute(new ObjectName(objectName), new javax.management.Attribute(attribute, value));
+            c.getMBeanServerConnection()
+                    .setAttribute(new ObjectName(objectName), new javax.management.Attribute(attribute, value));
         } catch (JMException e) {
             throw new IOException("JMX " + objectName + " " + attribute + " on node " + node + ": " + e, e);
         }
@@ -335,7 +368,8 @@ public final class LocalCluster implements AutoCloseable {
     /** The value of any numeric JMX gauge of a node (e.g. Cassandra's compaction or table metrics). */
     public long gauge(int node, String objectName) throws IOException {
         try (JMXConnector c = jmx(node)) {
-            return ((Number) c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), "Value")).longValue();
+            return ((Number) c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), "Value"))
+                    .longValue();
         } catch (JMException e) {
             throw new IOException("JMX " + objectName + " on node " + node + ": " + e, e);
         }
@@ -344,16 +378,20 @@ public final class LocalCluster implements AutoCloseable {
     /** Empties the node's key cache (Cassandra's own cache of partition index positions). */
     public void invalidateKeyCache(int node) throws IOException {
         try (JMXConnector c = jmx(node)) {
-            c.getMBeanServerConnection().invoke(new ObjectName("org.apache.cassandra.db:type=Caches"),
-                    "invalidateKeyCache", new Object[0], new String[0]);
+            c.getMBeanServerConnection()
+                    .invoke(
+                            new ObjectName("org.apache.cassandra.db:type=Caches"),
+                            "invalidateKeyCache",
+                            new Object[0],
+                            new String[0]);
         } catch (JMException e) {
             throw new IOException("invalidating the key cache of node " + node + ": " + e, e);
         }
     }
 
     private static JMXConnector jmx(int node) throws IOException {
-        return JMXConnectorFactory.connect(new JMXServiceURL(
-                "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + (7199 + (node - 1) * 10) + "/jmxrmi"));
+        return JMXConnectorFactory.connect(
+                new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + (7199 + (node - 1) * 10) + "/jmxrmi"));
     }
 
     /**

@@ -58,10 +58,12 @@ public final class TwinTables {
     }
 
     /** As {@link #write(CqlSession, ConsistencyLevel, String, Object...)}, with each statement adjusted first. */
-    public void write(CqlSession s, ConsistencyLevel cl, UnaryOperator<SimpleStatement> adjust, String cql, Object... args) {
+    public void write(
+            CqlSession s, ConsistencyLevel cl, UnaryOperator<SimpleStatement> adjust, String cql, Object... args) {
         long ts = currentMicros();
         for (String t : new String[] {indexed, twin}) {
-            SimpleStatement st = SimpleStatement.newInstance(String.format(cql, t), args).setConsistencyLevel(cl);
+            SimpleStatement st =
+                    SimpleStatement.newInstance(String.format(cql, t), args).setConsistencyLevel(cl);
             if (!cql.toUpperCase(java.util.Locale.ROOT).contains("USING TIMESTAMP")) {
                 st = st.setQueryTimestamp(ts);
             }
@@ -78,16 +80,21 @@ public final class TwinTables {
     }
 
     /** As {@link #compare(CqlSession, ConsistencyLevel, String, Object...)}, with each statement adjusted first. */
-    public List<String> compare(CqlSession s, ConsistencyLevel cl, UnaryOperator<SimpleStatement> adjust, String cql,
-                                Object... args) {
-        List<String> withIndex = read(s, adjust.apply(SimpleStatement.newInstance(String.format(cql, indexed), args)
-                .setConsistencyLevel(cl)));
-        List<String> stock = read(s, adjust.apply(SimpleStatement.newInstance(String.format(cql, twin), args)
-                .setConsistencyLevel(cl)));
+    public List<String> compare(
+            CqlSession s, ConsistencyLevel cl, UnaryOperator<SimpleStatement> adjust, String cql, Object... args) {
+        List<String> withIndex = read(
+                s,
+                adjust.apply(SimpleStatement.newInstance(String.format(cql, indexed), args)
+                        .setConsistencyLevel(cl)));
+        List<String> stock = read(
+                s,
+                adjust.apply(SimpleStatement.newInstance(String.format(cql, twin), args)
+                        .setConsistencyLevel(cl)));
         reads++;
         if (!withIndex.equals(stock)) {
-            throw new AssertionError(String.format("%s at %s: with the Needle index %s, stock %s (%s)", cql, cl, withIndex,
-                    stock, java.util.Arrays.toString(args)));
+            throw new AssertionError(String.format(
+                    "%s at %s: with the Needle index %s, stock %s (%s)",
+                    cql, cl, withIndex, stock, java.util.Arrays.toString(args)));
         }
         return stock;
     }

@@ -24,16 +24,25 @@ final class Background {
      * costs only a later read (the key is checked again the next time a read finds it empty).
      */
     private static final int FEEDBACK_QUEUE = 4096;
-    private static final ExecutorService FEEDBACK = daemon("needle-feedback", new LinkedBlockingQueue<>(FEEDBACK_QUEUE));
+
+    private static final ExecutorService FEEDBACK =
+            daemon("needle-feedback", new LinkedBlockingQueue<>(FEEDBACK_QUEUE));
 
     private Background() {}
 
     private static ExecutorService daemon(String name, LinkedBlockingQueue<Runnable> queue) {
-        ThreadPoolExecutor ex = new ThreadPoolExecutor(1, 1, 30, TimeUnit.SECONDS, queue, r -> {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            return t;
-        }, new ThreadPoolExecutor.AbortPolicy());
+        ThreadPoolExecutor ex = new ThreadPoolExecutor(
+                1,
+                1,
+                30,
+                TimeUnit.SECONDS,
+                queue,
+                r -> {
+                    Thread t = new Thread(r, name);
+                    t.setDaemon(true);
+                    return t;
+                },
+                new ThreadPoolExecutor.AbortPolicy());
         ex.allowCoreThreadTimeOut(true);
         return ex;
     }

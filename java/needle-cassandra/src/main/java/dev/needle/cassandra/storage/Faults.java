@@ -39,23 +39,28 @@ public final class Faults {
     static {
         if (ENABLED) {
             try {
-                ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(new FaultInjectionMBean() {
-                    @Override
-                    public void arm(String point, int times) {
-                        ARMED.put(point, new AtomicInteger(times));
-                    }
+                ManagementFactory.getPlatformMBeanServer()
+                        .registerMBean(
+                                new javax.management.StandardMBean(
+                                        new FaultInjectionMBean() {
+                                            @Override
+                                            public void arm(String point, int times) {
+                                                ARMED.put(point, new AtomicInteger(times));
+                                            }
 
-                    @Override
-                    public int remaining(String point) {
-                        AtomicInteger c = ARMED.get(point);
-                        return c == null ? 0 : Math.max(0, c.get());
-                    }
+                                            @Override
+                                            public int remaining(String point) {
+                                                AtomicInteger c = ARMED.get(point);
+                                                return c == null ? 0 : Math.max(0, c.get());
+                                            }
 
-                    @Override
-                    public void disarmAll() {
-                        ARMED.clear();
-                    }
-                }, FaultInjectionMBean.class), new ObjectName("dev.needle:type=FaultInjection"));
+                                            @Override
+                                            public void disarmAll() {
+                                                ARMED.clear();
+                                            }
+                                        },
+                                        FaultInjectionMBean.class),
+                                new ObjectName("dev.needle:type=FaultInjection"));
             } catch (Exception e) {
                 throw new IllegalStateException("could not register the fault-injection MBean", e);
             }

@@ -92,7 +92,8 @@ final class FeedbackRemoval {
         long now = FBUtilities.nowInSeconds();
         DecoratedKey dk = cfs.metadata().partitioner.decorateKey(key);
         SinglePartitionReadCommand cmd = SinglePartitionReadCommand.fullPartitionRead(cfs.metadata(), now, dk);
-        try (ReadExecutionController ec = cmd.executionController(); PartitionIterator it = cmd.executeInternal(ec)) {
+        try (ReadExecutionController ec = cmd.executionController();
+                PartitionIterator it = cmd.executeInternal(ec)) {
             while (it.hasNext()) {
                 try (RowIterator rows = it.next()) {
                     if (!rows.staticRow().isEmpty() || rows.hasNext()) {

@@ -66,7 +66,8 @@ final class FilterComponent {
             long digest = -1;
             Path digestFile = d.fileFor(SSTableFormat.Components.DIGEST).toPath();
             if (Files.exists(digestFile)) {
-                String text = Files.readString(digestFile, StandardCharsets.US_ASCII).trim();
+                String text =
+                        Files.readString(digestFile, StandardCharsets.US_ASCII).trim();
                 try {
                     digest = Long.parseLong(text);
                 } catch (NumberFormatException e) {
@@ -90,7 +91,8 @@ final class FilterComponent {
             size += 4 + k.remaining() + 16;
         }
         ByteBuffer head = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-        head.putInt(MAGIC).putShort((short) VERSION).putShort((short) (keys.tombstonesComplete ? FLAG_TOMBSTONES_COMPLETE : 0));
+        head.putInt(MAGIC).putShort((short) VERSION).putShort((short)
+                (keys.tombstonesComplete ? FLAG_TOMBSTONES_COMPLETE : 0));
         head.putLong(b.dataLength).putLong(b.dataDigest).putLong(b.minTimestamp).putLong(b.maxTimestamp);
         head.putLong(keys.expiryFloor).putInt(keys.tombstones.size());
         for (Map.Entry<ByteBuffer, Tombstone> e : keys.tombstones.entrySet()) {
@@ -100,11 +102,17 @@ final class FilterComponent {
         CRC32C crc = new CRC32C();
         crc.update(head.array(), 0, size);
         Path file = path(reader.descriptor);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING);
-             OutputStream out = new BufferedOutputStream(Channels.newOutputStream(ch), 1 << 16)) {
+        try (FileChannel ch = FileChannel.open(
+                        file,
+                        StandardOpenOption.CREATE,
+                        StandardOpenOption.WRITE,
+                        StandardOpenOption.TRUNCATE_EXISTING);
+                OutputStream out = new BufferedOutputStream(Channels.newOutputStream(ch), 1 << 16)) {
             out.write(head.array(), 0, size);
-            out.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt((int) crc.getValue()).array());
+            out.write(ByteBuffer.allocate(4)
+                    .order(ByteOrder.LITTLE_ENDIAN)
+                    .putInt((int) crc.getValue())
+                    .array());
             keys.filter.writeTo(out);
             out.flush();
             ch.force(true);
@@ -130,7 +138,8 @@ final class FilterComponent {
             }
             int version = h.getShort() & 0xFFFF;
             if (version != VERSION) {
-                throw new FilterFormatException("unsupported version " + version + "; this build reads version " + VERSION);
+                throw new FilterFormatException(
+                        "unsupported version " + version + "; this build reads version " + VERSION);
             }
             int flags = h.getShort() & 0xFFFF;
             Binding saved = new Binding(h.getLong(), h.getLong(), h.getLong(), h.getLong());
@@ -166,7 +175,8 @@ final class FilterComponent {
             }
             Binding actual = Binding.of(reader);
             if (!saved.equals(actual)) {
-                throw new FilterFormatException("built for another SSTable (" + saved + ") than the one beside it (" + actual + ")");
+                throw new FilterFormatException(
+                        "built for another SSTable (" + saved + ") than the one beside it (" + actual + ")");
             }
             if (!(FilterIO.read(in) instanceof KeyStateFilter filter)) {
                 throw new FilterFormatException("the filter is not a three-state filter");
@@ -179,8 +189,14 @@ final class FilterComponent {
                 throw new FilterFormatException("unexpected bytes after the filter");
             }
             Token first = SSTableKeys.firstToken(reader);
-            return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, first,
-                    first == null ? null : SSTableKeys.lastToken(reader), (flags & FLAG_TOMBSTONES_COMPLETE) != 0);
+            return new SSTableKeys(
+                    filter,
+                    tombstones,
+                    reader.getMaxTimestamp(),
+                    expiryFloor,
+                    first,
+                    first == null ? null : SSTableKeys.lastToken(reader),
+                    (flags & FLAG_TOMBSTONES_COMPLETE) != 0);
         } catch (EOFException e) {
             throw new FilterFormatException(file + ": truncated");
         } catch (FilterFormatException e) {

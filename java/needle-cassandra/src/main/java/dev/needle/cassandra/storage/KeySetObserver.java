@@ -37,8 +37,12 @@ final class KeySetObserver implements SSTableFlushObserver {
      * @param tombstonesComplete whether {@code tombstones} knows every partition deletion written
      * @param nowInSec the time liveness is judged at
      */
-    KeySetObserver(StorageFilter filter, Descriptor descriptor, Function<ByteBuffer, Tombstone> tombstones,
-                   boolean tombstonesComplete, long nowInSec) {
+    KeySetObserver(
+            StorageFilter filter,
+            Descriptor descriptor,
+            Function<ByteBuffer, Tombstone> tombstones,
+            boolean tombstonesComplete,
+            long nowInSec) {
         this.filter = filter;
         this.descriptor = descriptor;
         this.tombstones = tombstones;

@@ -48,9 +48,15 @@ import org.slf4j.LoggerFactory;
 final class SSTableChanges implements INotificationConsumer {
     private static final Logger logger = LoggerFactory.getLogger(SSTableChanges.class);
     /** Operations that rewrite SSTables this node already has: their outputs inherit the inputs' partition deletions. */
-    private static final EnumSet<OperationType> REWRITES = EnumSet.of(OperationType.COMPACTION,
-            OperationType.MAJOR_COMPACTION, OperationType.TOMBSTONE_COMPACTION, OperationType.GARBAGE_COLLECT,
-            OperationType.CLEANUP, OperationType.SCRUB, OperationType.UPGRADE_SSTABLES, OperationType.RELOCATE,
+    private static final EnumSet<OperationType> REWRITES = EnumSet.of(
+            OperationType.COMPACTION,
+            OperationType.MAJOR_COMPACTION,
+            OperationType.TOMBSTONE_COMPACTION,
+            OperationType.GARBAGE_COLLECT,
+            OperationType.CLEANUP,
+            OperationType.SCRUB,
+            OperationType.UPGRADE_SSTABLES,
+            OperationType.RELOCATE,
             OperationType.ANTICOMPACTION);
     /** Tombstones within this margin of purgeability are not inherited: forgetting a deletion is always safe. */
     private static final long PURGE_MARGIN_SECONDS = 3600;
@@ -93,7 +99,9 @@ final class SSTableChanges implements INotificationConsumer {
             }
             return new KeySetObserver(filter, descriptor, key -> flushedTombstone(flushing, key), complete, nowInSec);
         }
-        if (REWRITES.contains(op) && tracker instanceof LifecycleTransaction txn && !txn.originals().isEmpty()) {
+        if (REWRITES.contains(op)
+                && tracker instanceof LifecycleTransaction txn
+                && !txn.originals().isEmpty()) {
             Map<ByteBuffer, Tombstone> inherited = new HashMap<>();
             boolean complete = true;
             long keepAfter = nowInSec - cfs.metadata().params.gcGraceSeconds + PURGE_MARGIN_SECONDS;
@@ -159,9 +167,14 @@ final class SSTableChanges implements INotificationConsumer {
 
     @Override
     public void handleNotification(INotification notification, Object sender) {
-        logger.trace("Needle {}.{}: {}", cfs.keyspace.getName(), cfs.name, notification.getClass().getSimpleName());
+        logger.trace(
+                "Needle {}.{}: {}",
+                cfs.keyspace.getName(),
+                cfs.name,
+                notification.getClass().getSimpleName());
         try {
-            if (notification instanceof SSTableAddedNotification || notification instanceof SSTableListChangedNotification) {
+            if (notification instanceof SSTableAddedNotification
+                    || notification instanceof SSTableListChangedNotification) {
                 Faults.hit("notification");
             }
             if (notification instanceof SSTableAddedNotification added) {
@@ -188,7 +201,8 @@ final class SSTableChanges implements INotificationConsumer {
      * @param flushed the memtable whose data the added SSTables now hold, or null
      * @param fromOutside the SSTables hold data that did not pass this node's write path
      */
-    private void apply(Collection<SSTableReader> removed, Iterable<SSTableReader> added, Memtable flushed, boolean fromOutside) {
+    private void apply(
+            Collection<SSTableReader> removed, Iterable<SSTableReader> added, Memtable flushed, boolean fromOutside) {
         Map<Descriptor, SSTableReader> in = new LinkedHashMap<>();
         for (SSTableReader r : added) {
             in.put(r.descriptor, r);
@@ -198,7 +212,12 @@ final class SSTableChanges implements INotificationConsumer {
             out.add(r.descriptor);
         }
         if (logger.isDebugEnabled()) {
-            logger.debug("Needle {}.{}: SSTables out {}, in {}{}", cfs.keyspace.getName(), cfs.name, out, in.keySet(),
+            logger.debug(
+                    "Needle {}.{}: SSTables out {}, in {}{}",
+                    cfs.keyspace.getName(),
+                    cfs.name,
+                    out,
+                    in.keySet(),
                     flushed == null ? "" : " (flush)");
         }
         List<Descriptor> toScan = new ArrayList<>();

@@ -20,9 +20,11 @@ final class SSTableKeys {
     final Map<ByteBuffer, Tombstone> tombstones;
     /** Data no newer than a partition deletion is shadowed by it; MAX_VALUE while the reader is unknown. */
     final long maxTimestamp;
+
     final long expiryFloor;
     /** The token range of the keys, or null when unknown (then every lookup probes this SSTable). */
     final Token first;
+
     final Token last;
     /**
      * False when the SSTable may hold partition deletions not listed in {@link #tombstones} (it
@@ -31,8 +33,14 @@ final class SSTableKeys {
      */
     final boolean tombstonesComplete;
 
-    SSTableKeys(KeyStateFilter filter, Map<ByteBuffer, Tombstone> tombstones, long maxTimestamp, long expiryFloor,
-                Token first, Token last, boolean tombstonesComplete) {
+    SSTableKeys(
+            KeyStateFilter filter,
+            Map<ByteBuffer, Tombstone> tombstones,
+            long maxTimestamp,
+            long expiryFloor,
+            Token first,
+            Token last,
+            boolean tombstonesComplete) {
         this.filter = filter;
         this.tombstones = tombstones.isEmpty() ? Collections.emptyMap() : Collections.unmodifiableMap(tombstones);
         this.maxTimestamp = maxTimestamp;
@@ -46,8 +54,8 @@ final class SSTableKeys {
     SSTableKeys forReader(SSTableReader reader) {
         Token f = first != null ? first : firstToken(reader);
         Token l = last != null ? last : lastToken(reader);
-        return new SSTableKeys(filter, tombstones, reader.getMaxTimestamp(), expiryFloor, f, f == null ? null : l,
-                tombstonesComplete);
+        return new SSTableKeys(
+                filter, tombstones, reader.getMaxTimestamp(), expiryFloor, f, f == null ? null : l, tombstonesComplete);
     }
 
     /**
@@ -63,7 +71,8 @@ final class SSTableKeys {
     }
 
     private static boolean wholeFile(SSTableReader reader) {
-        return reader.openReason != SSTableReader.OpenReason.EARLY && reader.openReason != SSTableReader.OpenReason.MOVED_START;
+        return reader.openReason != SSTableReader.OpenReason.EARLY
+                && reader.openReason != SSTableReader.OpenReason.MOVED_START;
     }
 
     /** Whether a key of this token can be in the SSTable at all. */

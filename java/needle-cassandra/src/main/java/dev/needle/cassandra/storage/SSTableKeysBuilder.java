@@ -56,7 +56,8 @@ final class SSTableKeysBuilder {
                     ? DeletionAwareCuckooFilter.create(capacity, options.fpRate)
                     : BloomFilter.create(capacity, options.fpRate);
             if (fill(filter)) {
-                return new SSTableKeys(filter, tombstones, Long.MAX_VALUE, expiryFloor.value(), first, last, tombstonesComplete);
+                return new SSTableKeys(
+                        filter, tombstones, Long.MAX_VALUE, expiryFloor.value(), first, last, tombstonesComplete);
             }
             capacity += capacity / 8; // a sized cuckoo filter almost never overflows; if it does, grow
         }

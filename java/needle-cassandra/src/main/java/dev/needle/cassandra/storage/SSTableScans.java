@@ -49,6 +49,7 @@ final class SSTableScans {
     private final LinkedHashSet<Descriptor> queue = new LinkedHashSet<>();
     /** SSTables whose live reader covers only part of the file (a compaction is moving its start); retried on the next change. */
     private final Set<Descriptor> deferred = new LinkedHashSet<>();
+
     private boolean running;
     private CompletableFuture<Void> drained = CompletableFuture.completedFuture(null);
 
@@ -71,8 +72,13 @@ final class SSTableScans {
             } catch (RuntimeException e) {
                 running = false;
                 drained.complete(null);
-                logger.warn("Needle could not start scanning {} SSTables of {}.{} ({}); retrying in {} s", queue.size(),
-                        cfs.keyspace.getName(), cfs.name, e.toString(), RETRY_SECONDS);
+                logger.warn(
+                        "Needle could not start scanning {} SSTables of {}.{} ({}); retrying in {} s",
+                        queue.size(),
+                        cfs.keyspace.getName(),
+                        cfs.name,
+                        e.toString(),
+                        RETRY_SECONDS);
                 retryLater();
             }
         }
@@ -120,14 +126,17 @@ final class SSTableScans {
     }
 
     private void retryLater() {
-        ScheduledExecutors.optionalTasks.schedule(() -> {
-            List<Descriptor> again;
-            synchronized (this) {
-                again = new ArrayList<>(queue);
-                queue.clear();
-            }
-            enqueue(again);
-        }, RETRY_SECONDS, TimeUnit.SECONDS);
+        ScheduledExecutors.optionalTasks.schedule(
+                () -> {
+                    List<Descriptor> again;
+                    synchronized (this) {
+                        again = new ArrayList<>(queue);
+                        queue.clear();
+                    }
+                    enqueue(again);
+                },
+                RETRY_SECONDS,
+                TimeUnit.SECONDS);
     }
 
     private Map<Descriptor, SSTableReader> liveReaders() {
@@ -151,7 +160,13 @@ final class SSTableScans {
             // Naming the SSTable being scanned: only operations on it (or on the whole table) stop the scan.
             SSTableReader r = current;
             long t = Math.max(total, done + progress.position);
-            return new CompactionInfo(cfs.metadata(), OperationType.INDEX_BUILD, done + progress.position, t, t, id,
+            return new CompactionInfo(
+                    cfs.metadata(),
+                    OperationType.INDEX_BUILD,
+                    done + progress.position,
+                    t,
+                    t,
+                    id,
                     r == null ? List.of() : List.of(r));
         }
 
@@ -166,8 +181,12 @@ final class SSTableScans {
                         drained.complete(null);
                     }
                     if (filter.isOpen()) {
-                        logger.info("Needle scan of {}.{} stopped with {} SSTables to go; resuming in {} s",
-                                cfs.keyspace.getName(), cfs.name, queue.size(), RETRY_SECONDS);
+                        logger.info(
+                                "Needle scan of {}.{} stopped with {} SSTables to go; resuming in {} s",
+                                cfs.keyspace.getName(),
+                                cfs.name,
+                                queue.size(),
+                                RETRY_SECONDS);
                         retryLater();
                     }
                     throw new CompactionInterruptedException(getCompactionInfo());
@@ -183,7 +202,8 @@ final class SSTableScans {
                 filter.forgetIfNotLive(d);
                 return;
             }
-            if (reader.openReason == SSTableReader.OpenReason.EARLY || reader.openReason == SSTableReader.OpenReason.MOVED_START) {
+            if (reader.openReason == SSTableReader.OpenReason.EARLY
+                    || reader.openReason == SSTableReader.OpenReason.MOVED_START) {
                 synchronized (SSTableScans.this) {
                     deferred.add(d);
                 }
@@ -245,8 +265,8 @@ final class SSTableScans {
 
             @Override
             public CompactionInfo getCompactionInfo() {
-                return new CompactionInfo(cfs.metadata(), OperationType.INDEX_BUILD, done + progress.position, total, total, id,
-                        readers);
+                return new CompactionInfo(
+                        cfs.metadata(), OperationType.INDEX_BUILD, done + progress.position, total, total, id, readers);
             }
 
             @Override
@@ -308,10 +328,12 @@ final class SSTableScans {
                     ByteBuffer key = partition.partitionKey().getKey();
                     DeletionTime pd = partition.partitionLevelDeletion();
                     long shadowedUpTo = pd.isLive() ? Long.MIN_VALUE : pd.markedForDeleteAt();
-                    boolean live = Liveness.liveTimestamp(partition.staticRow(), nowInSec, builder.expiryFloor) > shadowedUpTo;
+                    boolean live =
+                            Liveness.liveTimestamp(partition.staticRow(), nowInSec, builder.expiryFloor) > shadowedUpTo;
                     while (!live && partition.hasNext()) {
                         Unfiltered u = partition.next();
-                        live = u.isRow() && Liveness.liveTimestamp((Row) u, nowInSec, builder.expiryFloor) > shadowedUpTo;
+                        live = u.isRow()
+                                && Liveness.liveTimestamp((Row) u, nowInSec, builder.expiryFloor) > shadowedUpTo;
                     }
                     if (!pd.isLive()) {
                         builder.tombstone(key, new Tombstone(pd.markedForDeleteAt(), pd.localDeletionTime()));

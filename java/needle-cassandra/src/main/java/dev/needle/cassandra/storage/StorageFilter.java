@@ -79,7 +79,8 @@ public final class StorageFilter {
         this.scans = new SSTableScans(this);
         this.changes = new SSTableChanges(this);
         this.writes = new WritePath(this);
-        this.metrics = new NeedleMetrics(cfs.keyspace.getName(), cfs.name, indexName, this); // last: its gauges read the rest
+        this.metrics =
+                new NeedleMetrics(cfs.keyspace.getName(), cfs.name, indexName, this); // last: its gauges read the rest
         Faults.install();
     }
 
@@ -123,10 +124,15 @@ public final class StorageFilter {
         Token token = cfs.metadata().partitioner.getToken(key);
         List<String[]> out = new ArrayList<>();
         KeyState answer = lookup(key, token, nowInSec);
-        String why = !v.ready() ? "not ready: every key is LIVE"
-                : nowInSec < v.expiryFloor() ? "the read's now is before the expiry floor " + v.expiryFloor() + ": LIVE"
-                : answer == KeyState.DELETED && v.lookup(key, hash, token, nowInSec, options.tracksDeletions()) == KeyState.LIVE
-                ? "a feedback read proved the key holds no live data" : "from the sources below";
+        String why = !v.ready()
+                ? "not ready: every key is LIVE"
+                : nowInSec < v.expiryFloor()
+                        ? "the read's now is before the expiry floor " + v.expiryFloor() + ": LIVE"
+                        : answer == KeyState.DELETED
+                                        && v.lookup(key, hash, token, nowInSec, options.tracksDeletions())
+                                                == KeyState.LIVE
+                                ? "a feedback read proved the key holds no live data"
+                                : "from the sources below";
         out.add(new String[] {"answer", answer.name(), why});
         out.addAll(v.explain(key, hash, token));
         return out;
@@ -187,8 +193,10 @@ public final class StorageFilter {
     /** Recording a write failed: its memtable may hold a key Needle does not know, until it is flushed. */
     void writeFailed(Memtable memtable, Throwable t) {
         metrics.failures.inc();
-        noSpam.error("Needle could not record a write to {}; nothing is skipped on this table until its memtable is flushed",
-                qualifiedName(), t);
+        noSpam.error(
+                "Needle could not record a write to {}; nothing is skipped on this table until its memtable is flushed",
+                qualifiedName(),
+                t);
         update(e -> e.untrack(memtable));
     }
 
@@ -203,8 +211,11 @@ public final class StorageFilter {
     void observationFailed(Descriptor d, Throwable t) {
         metrics.failures.inc();
         changes.forgetArrival(d);
-        noSpam.warn("Needle could not collect the keys of {} while it was written ({}); it will be scanned instead",
-                d, t.toString(), t);
+        noSpam.warn(
+                "Needle could not collect the keys of {} while it was written ({}); it will be scanned instead",
+                d,
+                t.toString(),
+                t);
     }
 
     public SSTableChanges changes() {
@@ -227,8 +238,11 @@ public final class StorageFilter {
      */
     void changeFailed(INotification notification, Throwable t) {
         metrics.failures.inc();
-        noSpam.error("Needle could not apply {} to {}; reconciling with the live SSTables", notification.getClass().getSimpleName(),
-                qualifiedName(), t);
+        noSpam.error(
+                "Needle could not apply {} to {}; reconciling with the live SSTables",
+                notification.getClass().getSimpleName(),
+                qualifiedName(),
+                t);
         reconcile();
     }
 
@@ -311,9 +325,15 @@ public final class StorageFilter {
 
     void scanFailed(SSTableReader reader, Throwable t) {
         metrics.failures.inc();
-        logger.error("Needle could not read the keys of {}: reads of {} are not skipped while it is live. "
-                + "Check the SSTable (nodetool verify/scrub), then run nodetool rebuild_index {} {} {}",
-                reader.descriptor, qualifiedName(), cfs.keyspace.getName(), cfs.name, indexName, t);
+        logger.error(
+                "Needle could not read the keys of {}: reads of {} are not skipped while it is live. "
+                        + "Check the SSTable (nodetool verify/scrub), then run nodetool rebuild_index {} {} {}",
+                reader.descriptor,
+                qualifiedName(),
+                cfs.keyspace.getName(),
+                cfs.name,
+                indexName,
+                t);
     }
 
     /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
@@ -418,8 +438,10 @@ public final class StorageFilter {
                 metrics.sstablesSaved.inc();
             } catch (IOException | RuntimeException e) {
                 metrics.failures.inc();
-                noSpam.warn("Needle could not save the filter of {} ({}); it will be rebuilt after a restart",
-                        reader.descriptor, e.toString());
+                noSpam.warn(
+                        "Needle could not save the filter of {} ({}); it will be rebuilt after a restart",
+                        reader.descriptor,
+                        e.toString());
             } finally {
                 ref.release();
             }
@@ -515,10 +537,18 @@ public final class StorageFilter {
             logger.warn("Needle build of {} did not complete: {}", qualifiedName(), e.toString());
         }
         TableView v = view;
-        logger.info("Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}", indexName,
-                qualifiedName(), options, v.sstables.size(), toLoad.size() - toScan.size(), toScan.size(),
-                v.ready() ? "; ready" : "; not ready (" + v.unknown.size() + " SSTables unknown, " + v.untracked.size()
-                        + " memtables untracked)");
+        logger.info(
+                "Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}",
+                indexName,
+                qualifiedName(),
+                options,
+                v.sstables.size(),
+                toLoad.size() - toScan.size(),
+                toScan.size(),
+                v.ready()
+                        ? "; ready"
+                        : "; not ready (" + v.unknown.size() + " SSTables unknown, " + v.untracked.size()
+                                + " memtables untracked)");
     }
 
     /** The saved keys of an SSTable, or null if there is no valid file for it. */
@@ -530,10 +560,15 @@ public final class StorageFilter {
         } catch (NoSuchFileException e) {
             return null;
         } catch (FilterFormatException e) {
-            logger.warn("Needle filter file damaged or not of this SSTable, rebuilding it from the SSTable: {}", e.getMessage());
+            logger.warn(
+                    "Needle filter file damaged or not of this SSTable, rebuilding it from the SSTable: {}",
+                    e.getMessage());
             return null;
         } catch (IOException | RuntimeException e) {
-            logger.warn("Needle could not read the saved filter of {}, rebuilding it from the SSTable: {}", r.descriptor, e.toString());
+            logger.warn(
+                    "Needle could not read the saved filter of {}, rebuilding it from the SSTable: {}",
+                    r.descriptor,
+                    e.toString());
             return null;
         }
     }
@@ -542,11 +577,14 @@ public final class StorageFilter {
     private void removeLegacyFiles() {
         try {
             Path data = Path.of(DatabaseDescriptor.getAllDataFileLocations()[0]).toAbsolutePath();
-            Path legacy = (data.getParent() != null ? data.getParent() : data).resolve("needle").resolve(cfs.keyspace.getName())
+            Path legacy = (data.getParent() != null ? data.getParent() : data)
+                    .resolve("needle")
+                    .resolve(cfs.keyspace.getName())
                     .resolve(cfs.name + "-" + cfs.metadata().id.toHexString());
             if (java.nio.file.Files.isDirectory(legacy)) {
                 try (var walk = java.nio.file.Files.walk(legacy)) {
-                    for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    for (Path p :
+                            walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
                         java.nio.file.Files.deleteIfExists(p);
                     }
                 }
@@ -570,7 +608,11 @@ public final class StorageFilter {
                 try {
                     component.unregisterAndDelete(r, cfs.getTracker());
                 } catch (IOException | RuntimeException e) {
-                    logger.warn("Needle could not remove {} of {}: {}", component.component.name, r.descriptor, e.toString());
+                    logger.warn(
+                            "Needle could not remove {} of {}: {}",
+                            component.component.name,
+                            r.descriptor,
+                            e.toString());
                 }
             }
         }
@@ -615,12 +657,29 @@ public final class StorageFilter {
         for (MemtableKeys m : v.memtables) {
             memKeys += m.size();
         }
-        return new Stats(v.ready(), bytes, live, deleted, memKeys, tombstones, feedback.size(), v.sstables.size(),
-                v.unknown.size(), v.untracked.size());
+        return new Stats(
+                v.ready(),
+                bytes,
+                live,
+                deleted,
+                memKeys,
+                tombstones,
+                feedback.size(),
+                v.sstables.size(),
+                v.unknown.size(),
+                v.untracked.size());
     }
 
     /** One table's storage-filter numbers at one moment. */
-    public record Stats(boolean ready, long filterBytes, long liveKeys, long deletedKeys, long memtableKeys,
-                        long partitionTombstones, long provenDeadKeys, long sstablesWithFilter, long sstablesWithoutFilter,
-                        long untrackedMemtables) {}
+    public record Stats(
+            boolean ready,
+            long filterBytes,
+            long liveKeys,
+            long deletedKeys,
+            long memtableKeys,
+            long partitionTombstones,
+            long provenDeadKeys,
+            long sstablesWithFilter,
+            long sstablesWithoutFilter,
+            long untrackedMemtables) {}
 }

@@ -37,6 +37,7 @@ final class TableView {
     final Set<Memtable> untracked;
     /** What is known of each live SSTable, by descriptor (the same SSTable may be served by several readers over time). */
     final Map<Descriptor, SSTableKeys> sstables;
+
     private final SSTableKeys[] sstableArray;
     /** Live SSTables whose keys are not known yet (being scanned, or their scan failed). */
     final Set<Descriptor> unknown;
@@ -44,10 +45,16 @@ final class TableView {
     final boolean initialized;
     /** The index was dropped or the node is stopping. */
     final boolean closed;
+
     private final long sstableExpiryFloor;
 
-    private TableView(MemtableKeys[] memtables, Set<Memtable> untracked, Map<Descriptor, SSTableKeys> sstables,
-                      Set<Descriptor> unknown, boolean initialized, boolean closed) {
+    private TableView(
+            MemtableKeys[] memtables,
+            Set<Memtable> untracked,
+            Map<Descriptor, SSTableKeys> sstables,
+            Set<Descriptor> unknown,
+            boolean initialized,
+            boolean closed) {
         this.memtables = memtables;
         this.untracked = untracked;
         this.sstables = sstables;
@@ -151,9 +158,11 @@ final class TableView {
         for (MemtableKeys m : memtables) {
             MemtableKeys.Entry e = m.get(key);
             if (e != null) {
-                out.add(new String[] {"memtable " + Integer.toHexString(System.identityHashCode(m.memtable)),
-                        e.maxLiveTimestamp > e.deletedAt ? "LIVE" : "DELETED",
-                        "newest live data " + time(e.maxLiveTimestamp) + ", partition deletion " + time(e.deletedAt)});
+                out.add(new String[] {
+                    "memtable " + Integer.toHexString(System.identityHashCode(m.memtable)),
+                    e.maxLiveTimestamp > e.deletedAt ? "LIVE" : "DELETED",
+                    "newest live data " + time(e.maxLiveTimestamp) + ", partition deletion " + time(e.deletedAt)
+                });
             }
         }
         for (Map.Entry<Descriptor, SSTableKeys> en : sstables.entrySet()) {
@@ -164,16 +173,24 @@ final class TableView {
             KeyState st = s.lookup(hash);
             if (st != KeyState.ABSENT) {
                 Tombstone t = s.tombstones.get(key);
-                out.add(new String[] {en.getKey().baseFile().name(), st.name(), "newest timestamp " + time(s.maxTimestamp)
-                        + (t == null ? "" : ", partition deletion " + time(t.markedForDeleteAt()))});
+                out.add(new String[] {
+                    en.getKey().baseFile().name(),
+                    st.name(),
+                    "newest timestamp " + time(s.maxTimestamp)
+                            + (t == null ? "" : ", partition deletion " + time(t.markedForDeleteAt()))
+                });
             }
         }
         for (Memtable m : untracked) {
-            out.add(new String[] {"memtable " + Integer.toHexString(System.identityHashCode(m)), "UNTRACKED",
-                    "may hold writes the index did not see: nothing is skipped until it is flushed"});
+            out.add(new String[] {
+                "memtable " + Integer.toHexString(System.identityHashCode(m)),
+                "UNTRACKED",
+                "may hold writes the index did not see: nothing is skipped until it is flushed"
+            });
         }
         for (Descriptor d : unknown) {
-            out.add(new String[] {d.baseFile().name(), "UNKNOWN", "keys not read yet: nothing is skipped until they are"});
+            out.add(new String[] {d.baseFile().name(), "UNKNOWN", "keys not read yet: nothing is skipped until they are"
+            });
         }
         return out;
     }
@@ -287,9 +304,13 @@ final class TableView {
         }
 
         TableView build() {
-            return new TableView(memtables.values().toArray(new MemtableKeys[0]),
+            return new TableView(
+                    memtables.values().toArray(new MemtableKeys[0]),
                     untracked.isEmpty() ? Set.of() : Collections.unmodifiableSet(untracked),
-                    Collections.unmodifiableMap(sstables), Collections.unmodifiableSet(unknown), initialized, closed);
+                    Collections.unmodifiableMap(sstables),
+                    Collections.unmodifiableSet(unknown),
+                    initialized,
+                    closed);
         }
     }
 }

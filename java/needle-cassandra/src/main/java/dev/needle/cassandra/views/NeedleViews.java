@@ -137,7 +137,8 @@ public final class NeedleViews {
     }
 
     static final class KeyStates extends AbstractVirtualTable {
-        private static final CompositeType KEY = CompositeType.getInstance(UTF8Type.instance, UTF8Type.instance, UTF8Type.instance);
+        private static final CompositeType KEY =
+                CompositeType.getInstance(UTF8Type.instance, UTF8Type.instance, UTF8Type.instance);
 
         KeyStates() {
             super(TableMetadata.builder(KEYSPACE, "key_states")

@@ -65,7 +65,8 @@ public class DeleteBenchmark {
     @TearDown(Level.Trial)
     public void report() {
         if (failedDeletes != 0) {
-            System.out.println("WARNING: " + library + " n=" + n + " fpp=" + fpp + ": " + failedDeletes + " failed deletes");
+            System.out.println(
+                    "WARNING: " + library + " n=" + n + " fpp=" + fpp + ": " + failedDeletes + " failed deletes");
         }
     }
 }

@@ -24,8 +24,17 @@ import org.openjdk.jmh.infra.Blackhole;
 @State(Scope.Benchmark)
 @Fork(1)
 public class InsertBenchmark {
-    @Param({"needle-cuckoo", "needle-deletion-aware", "needle-adaptive", "needle-bloom",
-            "cuckoofilter4j", "fastfilter-cuckoo", "fastfilter-bloom", "fastfilter-blockedbloom", "guava-bloom"})
+    @Param({
+        "needle-cuckoo",
+        "needle-deletion-aware",
+        "needle-adaptive",
+        "needle-bloom",
+        "cuckoofilter4j",
+        "fastfilter-cuckoo",
+        "fastfilter-bloom",
+        "fastfilter-blockedbloom",
+        "guava-bloom"
+    })
     public String library;
 
     @Param({"1000000", "50000000"})
@@ -68,7 +77,8 @@ public class InsertBenchmark {
     public void report() {
         if (failedInserts != 0) {
             // Visible in the JMH log; the space/FPR run reports the exact counts in its JSON.
-            System.out.println("WARNING: " + library + " n=" + n + " fpp=" + fpp + ": " + failedInserts + " failed inserts");
+            System.out.println(
+                    "WARNING: " + library + " n=" + n + " fpp=" + fpp + ": " + failedInserts + " failed inserts");
         }
     }
 }

@@ -6,9 +6,9 @@ import dev.needle.filter.AdaptiveCuckooFilter;
 import dev.needle.filter.BloomFilter;
 import dev.needle.filter.CuckooFilter;
 import dev.needle.filter.DeletionAwareCuckooFilter;
+import dev.needle.filter.FilterIO;
 import dev.needle.filter.Hashing;
 import dev.needle.filter.KeyState;
-import dev.needle.filter.FilterIO;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
@@ -39,12 +39,20 @@ import org.fastfilter.cuckoo.Cuckoo8;
 public abstract class Library {
     /** Libraries with an insert, lookup and space row. */
     public static final List<String> BUILDABLE = List.of(
-            "needle-cuckoo", "needle-deletion-aware", "needle-adaptive", "needle-bloom",
-            "cuckoofilter4j", "fastfilter-cuckoo", "fastfilter-bloom", "fastfilter-blockedbloom", "guava-bloom");
+            "needle-cuckoo",
+            "needle-deletion-aware",
+            "needle-adaptive",
+            "needle-bloom",
+            "cuckoofilter4j",
+            "fastfilter-cuckoo",
+            "fastfilter-bloom",
+            "fastfilter-blockedbloom",
+            "guava-bloom");
     /** Lookup-only variants of needle-cuckoo (same filter, different call path). */
     public static final List<String> LOOKUP_VARIANTS = List.of("needle-cuckoo-batch", "needle-cuckoo-xxh64");
     /** Libraries that can delete a key. */
-    public static final List<String> DELETABLE = List.of("needle-cuckoo", "needle-deletion-aware", "needle-adaptive", "cuckoofilter4j");
+    public static final List<String> DELETABLE =
+            List.of("needle-cuckoo", "needle-deletion-aware", "needle-adaptive", "cuckoofilter4j");
 
     final int n;
     final double fpp;
@@ -57,18 +65,30 @@ public abstract class Library {
     /** A new, empty (not yet built) filter of the named library for {@code n} keys at target rate {@code fpp}. */
     public static Library create(String name, int n, double fpp) {
         switch (name) {
-            case "needle-cuckoo": return new NeedleCuckoo(n, fpp);
-            case "needle-cuckoo-batch": return new NeedleCuckooBatch(n, fpp);
-            case "needle-cuckoo-xxh64": return new NeedleCuckooXxh64(n, fpp);
-            case "needle-deletion-aware": return new NeedleDeletionAware(n, fpp);
-            case "needle-adaptive": return new NeedleAdaptive(n, fpp);
-            case "needle-bloom": return new NeedleBloom(n, fpp);
-            case "cuckoofilter4j": return new CuckooFilter4J(n, fpp);
-            case "fastfilter-cuckoo": return new FastFilterCuckoo(n, fpp);
-            case "fastfilter-bloom": return new FastFilterBloom(n, fpp);
-            case "fastfilter-blockedbloom": return new FastFilterBlockedBloom(n, fpp);
-            case "guava-bloom": return new GuavaBloom(n, fpp);
-            default: throw new IllegalArgumentException("unknown library " + name);
+            case "needle-cuckoo":
+                return new NeedleCuckoo(n, fpp);
+            case "needle-cuckoo-batch":
+                return new NeedleCuckooBatch(n, fpp);
+            case "needle-cuckoo-xxh64":
+                return new NeedleCuckooXxh64(n, fpp);
+            case "needle-deletion-aware":
+                return new NeedleDeletionAware(n, fpp);
+            case "needle-adaptive":
+                return new NeedleAdaptive(n, fpp);
+            case "needle-bloom":
+                return new NeedleBloom(n, fpp);
+            case "cuckoofilter4j":
+                return new CuckooFilter4J(n, fpp);
+            case "fastfilter-cuckoo":
+                return new FastFilterCuckoo(n, fpp);
+            case "fastfilter-bloom":
+                return new FastFilterBloom(n, fpp);
+            case "fastfilter-blockedbloom":
+                return new FastFilterBlockedBloom(n, fpp);
+            case "guava-bloom":
+                return new GuavaBloom(n, fpp);
+            default:
+                throw new IllegalArgumentException("unknown library " + name);
         }
     }
 
@@ -149,13 +169,15 @@ public abstract class Library {
     }
 
     static void writeJava(Object o, Path file) throws IOException {
-        try (ObjectOutputStream out = new ObjectOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16))) {
+        try (ObjectOutputStream out =
+                new ObjectOutputStream(new BufferedOutputStream(Files.newOutputStream(file), 1 << 16))) {
             out.writeObject(o);
         }
     }
 
     static Object readJava(Path file) throws IOException {
-        try (ObjectInputStream in = new ObjectInputStream(new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
+        try (ObjectInputStream in =
+                new ObjectInputStream(new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
             return in.readObject();
         } catch (ClassNotFoundException e) {
             throw new IOException(e);
@@ -500,7 +522,8 @@ public abstract class Library {
         public long build(long[] keys) {
             com.github.mgunlogson.cuckoofilter4j.CuckooFilter<Long> g =
                     new com.github.mgunlogson.cuckoofilter4j.CuckooFilter.Builder<>(Funnels.longFunnel(), (long) n)
-                            .withFalsePositiveRate(fpp).build();
+                            .withFalsePositiveRate(fpp)
+                            .build();
             long failed = 0;
             for (long k : keys) {
                 if (!g.put(k)) {
@@ -559,7 +582,8 @@ public abstract class Library {
 
         @Override
         public String variant() {
-            return "CuckooFilter4J b=4 tag=" + fingerprintBits() + " buckets=" + f.getActualCapacity() / 4 + " (power of two)";
+            return "CuckooFilter4J b=4 tag=" + fingerprintBits() + " buckets=" + f.getActualCapacity() / 4
+                    + " (power of two)";
         }
     }
 
@@ -634,7 +658,10 @@ public abstract class Library {
 
         @Override
         public String variant() {
-            return "fastfilter " + variant + (fastFilterCuckooMeetsTarget(fpp) ? "" : " (no fastfilter cuckoo variant reaches this rate; closest)");
+            return "fastfilter " + variant
+                    + (fastFilterCuckooMeetsTarget(fpp)
+                            ? ""
+                            : " (no fastfilter cuckoo variant reaches this rate; closest)");
         }
     }
 
@@ -747,7 +774,8 @@ public abstract class Library {
 
         @Override
         public long build(long[] keys) {
-            com.google.common.hash.BloomFilter<Long> g = com.google.common.hash.BloomFilter.create(Funnels.longFunnel(), n, fpp);
+            com.google.common.hash.BloomFilter<Long> g =
+                    com.google.common.hash.BloomFilter.create(Funnels.longFunnel(), n, fpp);
             for (long k : keys) {
                 g.put(k);
             }

@@ -29,8 +29,19 @@ import org.openjdk.jmh.annotations.TearDown;
 public class LookupBenchmark {
     public static final int BATCH = 1024;
 
-    @Param({"needle-cuckoo", "needle-cuckoo-batch", "needle-cuckoo-xxh64", "needle-deletion-aware", "needle-adaptive",
-            "needle-bloom", "cuckoofilter4j", "fastfilter-cuckoo", "fastfilter-bloom", "fastfilter-blockedbloom", "guava-bloom"})
+    @Param({
+        "needle-cuckoo",
+        "needle-cuckoo-batch",
+        "needle-cuckoo-xxh64",
+        "needle-deletion-aware",
+        "needle-adaptive",
+        "needle-bloom",
+        "cuckoofilter4j",
+        "fastfilter-cuckoo",
+        "fastfilter-bloom",
+        "fastfilter-blockedbloom",
+        "guava-bloom"
+    })
     public String library;
 
     @Param({"1000000", "50000000"})

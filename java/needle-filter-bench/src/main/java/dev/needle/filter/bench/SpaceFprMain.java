@@ -44,13 +44,26 @@ public final class SpaceFprMain {
         for (int i = 0; i < args.length; i += 2) {
             String v = args[i + 1];
             switch (args[i]) {
-                case "--n": ns = Arrays.stream(v.split(",")).map(Integer::valueOf).toList(); break;
-                case "--fpp": fpps = Arrays.stream(v.split(",")).map(Double::valueOf).toList(); break;
-                case "--libs": libs = Arrays.asList(v.split(",")); break;
-                case "--absent": absentCount = Integer.parseInt(v); break;
-                case "--out": out = Path.of(v); break;
-                case "--delete-check-max-n": deleteCheckMaxN = Long.parseLong(v); break;
-                default: throw new IllegalArgumentException("unknown option " + args[i]);
+                case "--n":
+                    ns = Arrays.stream(v.split(",")).map(Integer::valueOf).toList();
+                    break;
+                case "--fpp":
+                    fpps = Arrays.stream(v.split(",")).map(Double::valueOf).toList();
+                    break;
+                case "--libs":
+                    libs = Arrays.asList(v.split(","));
+                    break;
+                case "--absent":
+                    absentCount = Integer.parseInt(v);
+                    break;
+                case "--out":
+                    out = Path.of(v);
+                    break;
+                case "--delete-check-max-n":
+                    deleteCheckMaxN = Long.parseLong(v);
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
         List<String> rows = new ArrayList<>();
@@ -192,7 +205,9 @@ public final class SpaceFprMain {
         if (v == null) {
             s.append("null");
         } else if (v instanceof String str) {
-            s.append('"').append(str.replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+            s.append('"')
+                    .append(str.replace("\\", "\\\\").replace("\"", "\\\""))
+                    .append('"');
         } else if (v instanceof Double d) {
             s.append(d.isNaN() || d.isInfinite() ? "null" : String.format(Locale.ROOT, "%.9g", d));
         } else {

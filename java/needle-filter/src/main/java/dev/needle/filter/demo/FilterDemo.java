@@ -22,7 +22,8 @@ public final class FilterDemo {
 
     public static void main(String[] args) throws Exception {
         Locale.setDefault(Locale.ROOT);
-        System.out.printf("Needle filter demo: %,d partition keys, %,d of them then deleted, target false-positive rate %.1f%%%n%n",
+        System.out.printf(
+                "Needle filter demo: %,d partition keys, %,d of them then deleted, target false-positive rate %.1f%%%n%n",
                 KEYS, DELETED, FPP * 100);
 
         DeletionAwareCuckooFilter cuckoo = DeletionAwareCuckooFilter.create(KEYS, FPP);
@@ -76,11 +77,17 @@ public final class FilterDemo {
 
         System.out.println("Side by side, same keys, same target rate:");
         System.out.printf("  %-44s %14s %14s%n", "", "Bloom", "Needle cuckoo");
-        System.out.printf("  %-44s %14.2f %14.2f%n", "bits per key", bloom.sizeInBytes() * 8.0 / KEYS, cuckoo.sizeInBytes() * 8.0 / KEYS);
-        System.out.printf("  %-44s %13.3f%% %13.3f%%%n", "false positives on 1M never-written keys",
-                bloomFp * 100.0 / ABSENT, cuckooFp * 100.0 / ABSENT);
-        System.out.printf("  %-44s %13.1f%% %13.1f%%%n", "reads skipped for deleted keys (at ONE)",
-                bloomSkipsDeleted * 100.0 / DELETED, cuckooSkipsDeleted * 100.0 / DELETED);
+        System.out.printf(
+                "  %-44s %14.2f %14.2f%n",
+                "bits per key", bloom.sizeInBytes() * 8.0 / KEYS, cuckoo.sizeInBytes() * 8.0 / KEYS);
+        System.out.printf(
+                "  %-44s %13.3f%% %13.3f%%%n",
+                "false positives on 1M never-written keys", bloomFp * 100.0 / ABSENT, cuckooFp * 100.0 / ABSENT);
+        System.out.printf(
+                "  %-44s %13.1f%% %13.1f%%%n",
+                "reads skipped for deleted keys (at ONE)",
+                bloomSkipsDeleted * 100.0 / DELETED,
+                cuckooSkipsDeleted * 100.0 / DELETED);
         System.out.printf("  %-44s %14d %14d%n", "live keys reported absent (must be 0)", bloomLost, lost);
         System.out.println("  (the cuckoo filter spends one more bit per slot on the live/deleted state)");
         System.out.println();
@@ -101,12 +108,14 @@ public final class FilterDemo {
         for (int i = 0; i < 100_000; i++) {
             after += adaptive.mightContainHash(Hashing.hash("hot-miss:" + i)) ? 1 : 0;
         }
-        System.out.printf("Adaptive cuckoo filter, the same 100,000 missing keys asked twice: %d false positives, then %d%n",
+        System.out.printf(
+                "Adaptive cuckoo filter, the same 100,000 missing keys asked twice: %d false positives, then %d%n",
                 before, after);
 
         byte[] bytes = cuckoo.toByteArray();
         DeletionAwareCuckooFilter copy = (DeletionAwareCuckooFilter) FilterIO.read(bytes);
-        System.out.printf("Serialized the cuckoo filter: %,d bytes, checksummed; reloaded copy: %,d live, %,d deleted%n",
+        System.out.printf(
+                "Serialized the cuckoo filter: %,d bytes, checksummed; reloaded copy: %,d live, %,d deleted%n",
                 bytes.length, copy.liveCount(), copy.deletedCount());
         if (lost != 0 || bloomLost != 0) {
             throw new AssertionError((lost + bloomLost) + " false negatives");
