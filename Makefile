@@ -45,12 +45,13 @@ test-rust:
 	cd rust && cargo clippy --release --all-targets -- -D warnings
 
 # The randomized Cassandra tests at ten times the operations of `make test` (about two hours):
-# the model-based test, the differential test against a twin table, and a table of 12,000 SSTables.
+# the model-based tests (storage filter; node filters on four nodes), the differential test against
+# a twin table, and a table of 12,000 SSTables.
 test-long:
 	cd java && $(MVN) -pl needle-cassandra -am verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
-	  -Dit.test='ModelBasedIT,DifferentialIT,OperationsIT#aTableWithManySSTablesBecomesReady' \
+	  -Dit.test='ModelBasedIT,DifferentialIT,NodeFilterModelIT,OperationsIT#aTableWithManySSTablesBecomesReady' \
 	  -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000 -Dneedle.diff.ops=100000 -Dneedle.diff.ops3=10000 \
-	  -Dneedle.it.sstables=12000
+	  -Dneedle.nf.nodes=4 -Dneedle.nf.ops=10000 -Dneedle.it.sstables=12000
 
 # The differential test alone, as long as you like: make test-differential OPS=1000000 (about
 # 24 operations per second on one node on two cores, so a million is an overnight run).

@@ -1,5 +1,6 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.node.NodeFilters;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.cassandra.views.NeedleViews;
 import java.util.Collection;
@@ -109,10 +110,12 @@ public final class NeedleIndex implements Index {
         registry.registerIndex(this, groupKey, () -> new NeedleIndexGroup(this));
         filter.registered();
         NeedleRegistry.put(baseCfs.metadata().id, filter);
+        NodeFilters.instance.register(baseCfs.metadata().id, filter);
     }
 
     @Override
     public void unregister(IndexRegistry registry) {
+        NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
         NeedleRegistry.remove(baseCfs.metadata().id, filter);
         registry.unregisterIndex(this, groupKey);
     }
@@ -130,6 +133,7 @@ public final class NeedleIndex implements Index {
     @Override
     public Callable<?> getInvalidateTask() {
         return () -> {
+            NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
             NeedleRegistry.remove(baseCfs.metadata().id, filter);
             filter.close(true);
             return null;

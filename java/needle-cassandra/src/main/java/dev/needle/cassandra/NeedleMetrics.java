@@ -35,6 +35,18 @@ public final class NeedleMetrics {
     public final Counter sstablesSaved;
     /** Errors Needle caught so as not to fail a write, flush, compaction or stream (see the node's log). */
     public final Counter failures;
+    /** Reads at ONE or LOCAL_ONE answered empty from the node filters, without a round trip. */
+    public final Counter nodeSkipsOne;
+    /** Reads at QUORUM or LOCAL_QUORUM answered empty from the node filters. */
+    public final Counter nodeSkipsQuorum;
+    /** Reads passed because a replica's copy (or this node's filter) said the key may be live. */
+    public final Counter nodePassedLive;
+    /** Reads passed because a replica's copy was older than the staleness bound, or missing. */
+    public final Counter nodePassedStale;
+    /** Reads passed because a replica's filter was not ready, or its copy incomplete. */
+    public final Counter nodePassedNotReady;
+    /** Reads passed without asking the copies (a recent write through this node, a moving range, a client-set time). */
+    public final Counter nodePassedNotEligible;
 
     private final List<MetricName> names = new ArrayList<>();
     private final String keyspace;
@@ -52,6 +64,12 @@ public final class NeedleMetrics {
         sstablesLoaded = counter("SSTablesLoaded");
         sstablesSaved = counter("SSTablesSaved");
         failures = counter("Failures");
+        nodeSkipsOne = counter("NodeSkipsOne");
+        nodeSkipsQuorum = counter("NodeSkipsQuorum");
+        nodePassedLive = counter("NodePassedLive");
+        nodePassedStale = counter("NodePassedStale");
+        nodePassedNotReady = counter("NodePassedNotReady");
+        nodePassedNotEligible = counter("NodePassedNotEligible");
         gauge("Ready", filter, s -> s.ready() ? 1 : 0);
         gauge("FilterBytes", filter, StorageFilter.Stats::filterBytes);
         gauge("LiveKeys", filter, StorageFilter.Stats::liveKeys);
@@ -81,6 +99,14 @@ public final class NeedleMetrics {
         CassandraMetricsRegistry.Metrics.remove(n);
         names.add(n);
         CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) () -> value.applyAsLong(filter.stats()));
+    }
+
+    /** Registers a gauge of this table under {@code metric} (replacing one of that name), released with the others. */
+    public void gauge(String metric, java.util.function.LongSupplier value) {
+        MetricName n = name(metric);
+        CassandraMetricsRegistry.Metrics.remove(n);
+        names.add(n);
+        CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) value::getAsLong);
     }
 
     public void release() {

@@ -3,6 +3,8 @@ package dev.needle.cassandra;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.cassandra.exceptions.ConfigurationException;
 
 /**
@@ -12,13 +14,23 @@ import org.apache.cassandra.exceptions.ConfigurationException;
  *   <li>{@code filter}: {@code cuckoo} (default; deleted partitions are skipped too) or
  *       {@code bloom} (the baseline: only never-written partitions are skipped)</li>
  *   <li>{@code fp_rate}: target false-positive rate of each filter, in (0, 0.5]; default 0.001</li>
+ *   <li>{@code node_filter}: whether a coordinator also skips reads on the word of its copies of
+ *       other nodes' filters: {@code off} (default), {@code one} (at ONE and LOCAL_ONE) or
+ *       {@code quorum} (also at QUORUM and LOCAL_QUORUM). SERIAL reads never skip.</li>
+ *   <li>{@code staleness}: how old a copy may be and still be trusted, the bound S of the
+ *       node filter's contract: a duration such as {@code 1s} (default) or {@code 500ms}, at most
+ *       60 s</li>
  * </ul>
  */
 public final class NeedleOptions {
     public static final String FILTER = "filter";
     public static final String FP_RATE = "fp_rate";
+    public static final String NODE_FILTER = "node_filter";
+    public static final String STALENESS = "staleness";
     /** Cassandra's own keys in the options map, which are not ours to validate. */
     private static final String[] CASSANDRA_KEYS = {"class_name", "target"};
+
+    private static final Pattern DURATION = Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(ms|s)");
 
     /** Which filter backs the index. */
     public enum FilterType {
@@ -26,12 +38,23 @@ public final class NeedleOptions {
         BLOOM
     }
 
+    /** At which consistency levels a coordinator skips on the word of its copies of other nodes' filters. */
+    public enum NodeFilterMode {
+        OFF,
+        ONE,
+        QUORUM
+    }
+
     public final FilterType filter;
     public final double fpRate;
+    public final NodeFilterMode nodeFilter;
+    public final long stalenessMillis;
 
-    private NeedleOptions(FilterType filter, double fpRate) {
+    private NeedleOptions(FilterType filter, double fpRate, NodeFilterMode nodeFilter, long stalenessMillis) {
         this.filter = filter;
         this.fpRate = fpRate;
+        this.nodeFilter = nodeFilter;
+        this.stalenessMillis = stalenessMillis;
     }
 
     /** True for the cuckoo filter, which records deletions; false for the Bloom baseline. */
@@ -73,7 +96,40 @@ public final class NeedleOptions {
                         + "; the cuckoo filter reaches rates down to 1e-8 (32-bit fingerprints)");
             }
         }
-        return new NeedleOptions(type, fp);
+        String nf = options.getOrDefault(NODE_FILTER, "off").trim().toLowerCase(Locale.ROOT);
+        NodeFilterMode mode;
+        switch (nf) {
+            case "off":
+                mode = NodeFilterMode.OFF;
+                break;
+            case "one":
+                mode = NodeFilterMode.ONE;
+                break;
+            case "quorum":
+                mode = NodeFilterMode.QUORUM;
+                break;
+            default:
+                throw new ConfigurationException(
+                        "Needle index option '" + NODE_FILTER + "' is '" + options.get(NODE_FILTER)
+                                + "'; use 'off', 'one' (skip remote reads at ONE and LOCAL_ONE) or 'quorum' (also at QUORUM and"
+                                + " LOCAL_QUORUM)");
+        }
+        long staleness = 1000;
+        String s = options.get(STALENESS);
+        if (s != null) {
+            Matcher m = DURATION.matcher(s.trim().toLowerCase(Locale.ROOT));
+            if (!m.matches()) {
+                throw new ConfigurationException("Needle index option '" + STALENESS + "' is '" + s
+                        + "'; give a duration such as '1s' or '500ms'");
+            }
+            double v = Double.parseDouble(m.group(1)) * (m.group(2).equals("s") ? 1000 : 1);
+            if (!(v >= 10 && v <= 60_000)) {
+                throw new ConfigurationException("Needle index option '" + STALENESS + "' is '" + s
+                        + "'; it must be between 10ms and 60s (a copy older than this is not trusted)");
+            }
+            staleness = Math.round(v);
+        }
+        return new NeedleOptions(type, fp, mode, staleness);
     }
 
     /** The options Needle does not know, for Cassandra's {@code validateOptions} contract. */
@@ -81,6 +137,8 @@ public final class NeedleOptions {
         Map<String, String> unknown = new HashMap<>(options);
         unknown.remove(FILTER);
         unknown.remove(FP_RATE);
+        unknown.remove(NODE_FILTER);
+        unknown.remove(STALENESS);
         for (String k : CASSANDRA_KEYS) {
             unknown.remove(k);
         }
@@ -89,6 +147,7 @@ public final class NeedleOptions {
 
     @Override
     public String toString() {
-        return "{filter=" + filter.name().toLowerCase(Locale.ROOT) + ", fp_rate=" + fpRate + "}";
+        return "{filter=" + filter.name().toLowerCase(Locale.ROOT) + ", fp_rate=" + fpRate + ", node_filter="
+                + nodeFilter.name().toLowerCase(Locale.ROOT) + ", staleness=" + stalenessMillis + "ms}";
     }
 }

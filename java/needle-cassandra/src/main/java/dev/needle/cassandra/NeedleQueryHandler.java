@@ -1,11 +1,13 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.node.NodeFilters;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.cassandra.views.NeedleViews;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import org.apache.cassandra.cql3.BatchQueryOptions;
 import org.apache.cassandra.cql3.CQLStatement;
 import org.apache.cassandra.cql3.QueryHandler;
@@ -14,6 +16,7 @@ import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.restrictions.StatementRestrictions;
 import org.apache.cassandra.cql3.statements.BatchStatement;
+import org.apache.cassandra.cql3.statements.ModificationStatement;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.dht.Token;
@@ -43,6 +46,7 @@ import org.apache.cassandra.utils.MD5Digest;
  */
 public final class NeedleQueryHandler implements QueryHandler {
     static final String TRACE_SKIPPED = "Needle: partition absent/deleted on this node, read skipped";
+    static final String TRACE_NODE_SKIPPED = "Needle: no replica holds live data (node filters), read skipped: ";
     private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(NeedleQueryHandler.class);
     private final QueryProcessor stock = QueryProcessor.instance;
 
@@ -107,6 +111,9 @@ public final class NeedleQueryHandler implements QueryHandler {
             QueryOptions options,
             java.util.function.Supplier<ResultMessage> stockWay) {
         if (!(statement instanceof SelectStatement select)) {
+            if (statement instanceof ModificationStatement write) {
+                recordWrite(write, state, options);
+            }
             return stockWay.get();
         }
         Decision d;
@@ -122,7 +129,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         }
         ResultMessage result = stockWay.get();
         try {
-            feedback(d, result);
+            feedback(select, d, result);
         } catch (RuntimeException e) {
             logger.warn("Needle feedback after a read of {} failed", select.table, e);
         }
@@ -137,12 +144,45 @@ public final class NeedleQueryHandler implements QueryHandler {
             Map<String, ByteBuffer> customPayload,
             Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
+        List<ModificationStatement> writes = statement.getStatements();
+        for (int i = 0; i < writes.size(); i++) {
+            recordWrite(writes.get(i), state, options.forStatement(i));
+        }
         return stock.processBatch(statement, state, options, customPayload, requestTime);
     }
 
-    /** What the filters said about a statement: skip it, or pass it and maybe learn from an empty result. */
-    private record Decision(boolean skip, StorageFilter state, List<ByteBuffer> liveKeys) {
-        static final Decision PASS = new Decision(false, null, null);
+    /**
+     * Remembers the keys a write through this coordinator touches, before it is sent: a read of
+     * them through this node then never trusts copies that may not have heard of it yet.
+     */
+    private static void recordWrite(ModificationStatement write, QueryState state, QueryOptions options) {
+        if (!NodeFilters.instance.enabled(write.metadata().id)) {
+            return;
+        }
+        try {
+            for (ByteBuffer key : write.buildPartitionKeyNames(options, state.getClientState())) {
+                NodeFilters.instance.written(write.metadata().id, key);
+            }
+        } catch (RuntimeException e) {
+            // An invalid write: Cassandra rejects it and says why.
+        }
+    }
+
+    /**
+     * What the filters said about a statement: skip it, or pass it and maybe learn from an empty
+     * result (from this node's filter for {@code liveKeys}, from other owners for {@code remoteLive}).
+     */
+    private record Decision(
+            boolean skip, StorageFilter state, List<ByteBuffer> liveKeys, Map<ByteBuffer, List<UUID>> remoteLive) {
+        static final Decision PASS = new Decision(false, null, null, null);
+    }
+
+    private static boolean nodeFilterApplies(NeedleOptions.NodeFilterMode mode, ConsistencyLevel cl) {
+        return switch (cl) {
+            case ONE, LOCAL_ONE -> mode != NeedleOptions.NodeFilterMode.OFF;
+            case QUORUM, LOCAL_QUORUM -> mode == NeedleOptions.NodeFilterMode.QUORUM;
+            default -> false; // SERIAL never; the others are not offered
+        };
     }
 
     private static Decision decide(SelectStatement select, QueryState queryState, QueryOptions options) {
@@ -151,15 +191,16 @@ public final class NeedleQueryHandler implements QueryHandler {
             return Decision.PASS;
         }
         ConsistencyLevel cl = options.getConsistency();
+        boolean localLevel = cl == ConsistencyLevel.ONE || cl == ConsistencyLevel.LOCAL_ONE;
+        boolean nodeLevel = nodeFilterApplies(table.options().nodeFilter, cl);
         StatementRestrictions r = select.getRestrictions();
-        if ((cl != ConsistencyLevel.ONE && cl != ConsistencyLevel.LOCAL_ONE)
+        if ((!localLevel && !nodeLevel)
                 || r.isKeyRange()
                 || !r.hasPartitionKeyRestrictions()
                 || r.isPartitionKeyRestrictionsOnToken()
                 || r.usesSecondaryIndexing()
                 || select.getSelection().isAggregate()
-                || select.getAggregationSpec(options) != null
-                || !table.isReady()) {
+                || select.getAggregationSpec(options) != null) {
             table.metrics().lookupsPassed.inc();
             return Decision.PASS;
         }
@@ -177,12 +218,25 @@ public final class NeedleQueryHandler implements QueryHandler {
         for (int i = 0; i < tokens.length; i++) {
             tokens[i] = select.table.partitioner.getToken(keys.get(i));
         }
-        if (!localReplicaOfAll(select, tokens)) {
+        // Learn only from reads of whole partitions: an empty slice says nothing of the rest.
+        boolean wholePartitions = !r.hasClusteringColumnsRestrictions()
+                && !r.hasRegularColumnsRestrictions()
+                && !r.hasNonPrimaryKeyRestrictions();
+        // The query's own "now" (a client may set it): time-dependent judgements are checked against it.
+        long nowInSec = options.getNowInSeconds(queryState);
+        if (localLevel && table.isReady() && localReplicaOfAll(select, tokens)) {
+            return decideLocally(table, keys, tokens, nowInSec, wholePartitions);
+        }
+        if (!nodeLevel) {
             table.metrics().lookupsPassed.inc();
             return Decision.PASS;
         }
-        // The query's own "now" (a client may set it): time-dependent judgements are checked against it.
-        long nowInSec = options.getNowInSeconds(queryState);
+        return decideFromCopies(select, table, cl, keys, tokens, nowInSec, wholePartitions);
+    }
+
+    /** A replica coordinating at ONE: its own filter decides (as stock would read from it). */
+    private static Decision decideLocally(
+            StorageFilter table, List<ByteBuffer> keys, Token[] tokens, long nowInSec, boolean wholePartitions) {
         List<ByteBuffer> live = null;
         for (int i = 0; i < tokens.length; i++) {
             ByteBuffer key = keys.get(i);
@@ -194,14 +248,65 @@ public final class NeedleQueryHandler implements QueryHandler {
             }
         }
         if (live == null) {
-            return new Decision(true, table, null);
+            table.metrics().lookupsSkipped.inc();
+            Tracing.trace(TRACE_SKIPPED);
+            return new Decision(true, table, null, null);
         }
         table.metrics().lookupsPassed.inc();
-        // Learn only from reads of whole partitions: an empty slice says nothing of the rest.
-        boolean wholePartitions = !r.hasClusteringColumnsRestrictions()
-                && !r.hasRegularColumnsRestrictions()
-                && !r.hasNonPrimaryKeyRestrictions();
-        return new Decision(false, wholePartitions ? table : null, wholePartitions ? live : null);
+        return new Decision(false, wholePartitions ? table : null, wholePartitions ? live : null, null);
+    }
+
+    /** Any coordinator: skipped only if every replica the read could go to holds no live data, by its trusted copy. */
+    private static Decision decideFromCopies(
+            SelectStatement select,
+            StorageFilter table,
+            ConsistencyLevel cl,
+            List<ByteBuffer> keys,
+            Token[] tokens,
+            long nowInSec,
+            boolean wholePartitions) {
+        NeedleMetrics m = table.metrics();
+        Map<ByteBuffer, List<UUID>> remoteLive = null;
+        NodeFilters.Verdict passed = null;
+        StringBuilder trace = Tracing.isTracing() ? new StringBuilder() : null;
+        for (int i = 0; i < tokens.length; i++) {
+            NodeFilters.Check c = NodeFilters.instance.check(
+                    table, select.table, keys.get(i), tokens[i], cl, nowInSec, trace != null);
+            if (trace != null) {
+                trace.append(trace.length() == 0 ? "" : "; ").append(c.detail());
+            }
+            if (c.verdict() == NodeFilters.Verdict.SKIP) {
+                continue;
+            }
+            if (passed == null || passed == NodeFilters.Verdict.LIVE) {
+                passed = c.verdict(); // a stale or not-ready copy is the more telling reason
+            }
+            if (!c.liveOwners().isEmpty()) {
+                if (remoteLive == null) {
+                    remoteLive = new java.util.HashMap<>();
+                }
+                remoteLive.put(keys.get(i), c.liveOwners());
+            }
+        }
+        if (passed == null) {
+            (cl == ConsistencyLevel.ONE || cl == ConsistencyLevel.LOCAL_ONE ? m.nodeSkipsOne : m.nodeSkipsQuorum).inc();
+            m.lookupsSkipped.inc();
+            if (trace != null) {
+                Tracing.trace(TRACE_NODE_SKIPPED + trace);
+            }
+            return new Decision(true, table, null, null);
+        }
+        m.lookupsPassed.inc();
+        switch (passed) {
+            case LIVE -> m.nodePassedLive.inc();
+            case STALE -> m.nodePassedStale.inc();
+            case NOT_READY -> m.nodePassedNotReady.inc();
+            default -> m.nodePassedNotEligible.inc();
+        }
+        if (trace != null) {
+            Tracing.trace("Needle: node filters say read (" + passed + "): " + trace);
+        }
+        return new Decision(false, table, null, wholePartitions ? remoteLive : null);
     }
 
     private static boolean localReplicaOfAll(SelectStatement select, Token[] tokens) {
@@ -216,18 +321,24 @@ public final class NeedleQueryHandler implements QueryHandler {
     }
 
     private static ResultMessage skipped(SelectStatement select, StorageFilter table) {
-        table.metrics().lookupsSkipped.inc();
-        Tracing.trace(TRACE_SKIPPED);
         // A copy: the transport may mark the metadata of this response as skipped.
         return new ResultMessage.Rows(new ResultSet(select.getResultMetadata().copy()));
     }
 
-    private static void feedback(Decision d, ResultMessage result) {
-        if (d.liveKeys == null || !(result instanceof ResultMessage.Rows rows) || !rows.result.isEmpty()) {
+    private static void feedback(SelectStatement select, Decision d, ResultMessage result) {
+        if ((d.liveKeys == null && d.remoteLive == null)
+                || !(result instanceof ResultMessage.Rows rows)
+                || !rows.result.isEmpty()) {
             return;
         }
-        for (ByteBuffer key : d.liveKeys) {
-            d.state.readFoundNothing(key);
+        if (d.liveKeys != null) {
+            for (ByteBuffer key : d.liveKeys) {
+                d.state.readFoundNothing(key);
+            }
+        }
+        if (d.remoteLive != null) {
+            // The owners that called the keys live check them (rows deleted one by one, say).
+            d.remoteLive.forEach((key, owners) -> NodeFilters.instance.verify(select.table.id, key, owners));
         }
     }
 }

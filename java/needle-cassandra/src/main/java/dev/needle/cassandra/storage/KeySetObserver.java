@@ -23,6 +23,9 @@ final class KeySetObserver implements SSTableFlushObserver {
     private final Function<ByteBuffer, Tombstone> tombstones;
     private final boolean tombstonesComplete;
     private final long nowInSec;
+    /** The SSTable's data did not pass this node's write path: its live keys go to the node filter as they are written. */
+    private final boolean reportArrivals;
+
     private final SSTableKeysBuilder builder = new SSTableKeysBuilder();
     private Token token; // of the partition being written, null between partitions
     private long hash;
@@ -42,12 +45,14 @@ final class KeySetObserver implements SSTableFlushObserver {
             Descriptor descriptor,
             Function<ByteBuffer, Tombstone> tombstones,
             boolean tombstonesComplete,
-            long nowInSec) {
+            long nowInSec,
+            boolean reportArrivals) {
         this.filter = filter;
         this.descriptor = descriptor;
         this.tombstones = tombstones;
         this.tombstonesComplete = tombstonesComplete;
         this.nowInSec = nowInSec;
+        this.reportArrivals = reportArrivals;
     }
 
     @Override
@@ -102,6 +107,12 @@ final class KeySetObserver implements SSTableFlushObserver {
         if (token != null) {
             builder.add(token, hash, live);
             token = null;
+            if (live && reportArrivals) {
+                KeyEvents events = filter.events();
+                if (events != null) {
+                    events.arriving(hash);
+                }
+            }
         }
     }
 

@@ -62,6 +62,11 @@ final class MemtableKeys {
         return entries.size();
     }
 
+    /** Every key written to the memtable so far (weakly consistent, as the map's iterators are). */
+    void forEachKey(java.util.function.Consumer<ByteBuffer> action) {
+        entries.keySet().forEach(action);
+    }
+
     void expiredDataWritten(long floor) {
         expiryFloor.accumulateAndGet(floor, Math::max);
     }

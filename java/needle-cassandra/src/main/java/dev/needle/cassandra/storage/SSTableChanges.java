@@ -97,7 +97,8 @@ final class SSTableChanges implements INotificationConsumer {
                     flushing.add(mk);
                 }
             }
-            return new KeySetObserver(filter, descriptor, key -> flushedTombstone(flushing, key), complete, nowInSec);
+            return new KeySetObserver(
+                    filter, descriptor, key -> flushedTombstone(flushing, key), complete, nowInSec, false);
         }
         if (REWRITES.contains(op)
                 && tracker instanceof LifecycleTransaction txn
@@ -118,11 +119,11 @@ final class SSTableChanges implements INotificationConsumer {
                     }
                 });
             }
-            return new KeySetObserver(filter, descriptor, inherited::get, complete, nowInSec);
+            return new KeySetObserver(filter, descriptor, inherited::get, complete, nowInSec, false);
         }
         // Streaming and anything else: the rows are seen, the partition deletions are not.
         Function<ByteBuffer, Tombstone> none = key -> null;
-        return new KeySetObserver(filter, descriptor, none, false, nowInSec);
+        return new KeySetObserver(filter, descriptor, none, false, nowInSec, true);
     }
 
     /**
@@ -276,6 +277,7 @@ final class SSTableChanges implements INotificationConsumer {
         View tv = cfs.getTracker().getView();
         filter.update(e -> StorageFilter.dropMemtablesNotIn(tv, e));
         filter.feedback.newEpoch();
+        filter.bumpUnseenGeneration(); // the node filter starts over from what is left
     }
 
     private void pruneArrivals() {

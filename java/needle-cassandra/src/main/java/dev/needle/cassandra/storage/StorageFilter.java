@@ -69,6 +69,10 @@ public final class StorageFilter {
     private final WritePath writes;
 
     private volatile TableView view = TableView.INITIAL;
+    /** Counts the changes after which keys may be live here that no {@link KeyEvents} reported. */
+    private volatile long unseenGeneration;
+
+    private volatile KeyEvents events;
 
     public StorageFilter(ColumnFamilyStore cfs, NeedleOptions options, String indexName) {
         this.cfs = cfs;
@@ -153,8 +157,13 @@ public final class StorageFilter {
         }
         boolean queued = Background.feedback(() -> {
             try {
-                if (feedback.verify(copy, Keys.hash(copy))) {
+                long hash = Keys.hash(copy);
+                if (feedback.verify(copy, hash)) {
                     metrics.feedbackRemovals.inc();
+                    KeyEvents ev = events;
+                    if (ev != null) {
+                        ev.provenDead(copy, hash);
+                    }
                 }
             } finally {
                 feedback.doneVerifying(copy);
@@ -228,7 +237,92 @@ public final class StorageFilter {
     synchronized void update(Consumer<TableView.Editor> change) {
         TableView.Editor e = view.edit();
         change.accept(e);
+        publish(e);
+    }
+
+    /** Publishes the next view; called under this object's lock. */
+    private void publish(TableView.Editor e) {
+        if (e.unseenData) {
+            unseenGeneration++;
+        }
         view = e.build();
+    }
+
+    /**
+     * Grows whenever data may have become live here without a {@link KeyEvents} report (an
+     * SSTable whose keys are unknown, a memtable holding an unrecorded write, a truncation or a
+     * rebuild): whoever publishes this node's keys must then start over from the data.
+     */
+    public long unseenGeneration() {
+        return unseenGeneration;
+    }
+
+    /** The token of a partition key of this table. */
+    public Token partitionToken(ByteBuffer key) {
+        return cfs.getPartitioner().getToken(key);
+    }
+
+    /**
+     * Hands every partition key this node may hold data for to {@code action}: the memtables'
+     * keys first, then the live SSTables' (read from their partition index). A key that was in a
+     * memtable when this began is seen from the memtable or from the SSTable it was flushed to;
+     * keys written later are reported through {@link KeyEvents} instead.
+     */
+    public void forEachKey(Consumer<ByteBuffer> action) throws IOException {
+        for (MemtableKeys m : view.memtables) {
+            m.forEachKey(action);
+        }
+        try (ColumnFamilyStore.RefViewFragment refs =
+                cfs.selectAndReference(View.selectFunction(org.apache.cassandra.db.lifecycle.SSTableSet.LIVE))) {
+            for (SSTableReader r : refs.sstables) {
+                try (org.apache.cassandra.io.sstable.KeyReader keys = r.keyReader()) {
+                    while (!keys.isExhausted()) {
+                        action.accept(keys.key());
+                        keys.advance();
+                    }
+                }
+            }
+        }
+    }
+
+    /** Whoever must hear of keys becoming live or dead here (the node filter), or null. */
+    public void events(KeyEvents events) {
+        this.events = events;
+    }
+
+    KeyEvents events() {
+        return events;
+    }
+
+    /**
+     * Reporting keys to the node filter failed: it cannot know what it missed, so it must start
+     * over from the data.
+     */
+    void eventFailed(Throwable t) {
+        metrics.failures.inc();
+        noSpam.error("Needle could not report a key of {} to its node filter; it starts over", qualifiedName(), t);
+        bumpUnseenGeneration();
+    }
+
+    /** Reports the keys of an arriving SSTable to the node filter (all of them: a dead one only costs a read). */
+    void reportArrivingKeys(SSTableReader reader) {
+        KeyEvents ev = events;
+        if (ev == null) {
+            return;
+        }
+        try (org.apache.cassandra.io.sstable.KeyReader keys = reader.keyReader()) {
+            while (!keys.isExhausted()) {
+                ev.arriving(Keys.hash(keys.key()));
+                keys.advance();
+            }
+        } catch (IOException | RuntimeException e) {
+            eventFailed(e);
+        }
+    }
+
+    /** A change that makes whoever publishes this node's keys start over (truncation). */
+    synchronized void bumpUnseenGeneration() {
+        unseenGeneration++;
     }
 
     /**
@@ -269,7 +363,7 @@ public final class StorageFilter {
                     toScan.add(d);
                 }
             }
-            view = e.build();
+            publish(e);
         }
         scans.enqueue(toScan);
     }
@@ -397,6 +491,7 @@ public final class StorageFilter {
     public boolean validate(Collection<SSTableReader> sstables, boolean buildMissing) {
         boolean complete = true;
         for (SSTableReader r : sstables) {
+            reportArrivingKeys(r); // before they go live
             if (changes.isPrepared(r.descriptor)) {
                 continue;
             }
@@ -499,7 +594,7 @@ public final class StorageFilter {
                     flush = true;
                 }
             }
-            view = e.build();
+            publish(e);
         }
         if (flush) {
             cfs.forceBlockingFlush(ColumnFamilyStore.FlushReason.INDEX_BUILD_STARTED);
@@ -514,7 +609,7 @@ public final class StorageFilter {
                     toLoad.add(r);
                 }
             }
-            view = e.build();
+            publish(e);
         }
         for (SSTableReader r : toLoad) {
             SSTableKeys k = load(r);

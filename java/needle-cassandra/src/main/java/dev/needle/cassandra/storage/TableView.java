@@ -224,6 +224,8 @@ final class TableView {
         private final Set<Descriptor> unknown;
         private boolean initialized;
         private boolean closed;
+        /** Something now holds data whose keys Needle has not seen (an unknown SSTable, an untracked memtable). */
+        boolean unseenData;
 
         private Editor(TableView v) {
             for (MemtableKeys m : v.memtables) {
@@ -250,6 +252,7 @@ final class TableView {
 
         Editor untrack(Memtable m) {
             untracked.add(m);
+            unseenData = true;
             return this;
         }
 
@@ -270,6 +273,7 @@ final class TableView {
         Editor markUnknown(Descriptor d) {
             sstables.remove(d);
             unknown.add(d);
+            unseenData = true;
             return this;
         }
 

@@ -38,21 +38,23 @@ final class WritePath {
             filter.writeFailed(memtable, t);
             return null;
         }
-        return new Recorder(keys, k, FeedbackRemoval.stripe(hash), nowInSec);
+        return new Recorder(keys, k, hash, nowInSec);
     }
 
     /** Records one partition update. */
     private final class Recorder implements Index.Indexer {
         private final MemtableKeys keys;
         private final ByteBuffer key;
+        private final long hash;
         private final int stripe;
         private final long nowInSec;
         private MemtableKeys.Entry entry;
 
-        Recorder(MemtableKeys keys, ByteBuffer key, int stripe, long nowInSec) {
+        Recorder(MemtableKeys keys, ByteBuffer key, long hash, long nowInSec) {
             this.keys = keys;
             this.key = key;
-            this.stripe = stripe;
+            this.hash = hash;
+            this.stripe = FeedbackRemoval.stripe(hash);
             this.nowInSec = nowInSec;
         }
 
@@ -116,6 +118,14 @@ final class WritePath {
         @Override
         public void finish() {
             filter.feedback.writeFinished(stripe);
+            KeyEvents events = filter.events();
+            if (events != null) {
+                try {
+                    events.written(key, hash);
+                } catch (Throwable t) {
+                    filter.eventFailed(t);
+                }
+            }
         }
     }
 }

@@ -2,6 +2,7 @@ package dev.needle.cassandra.views;
 
 import dev.needle.cassandra.NeedleIndex;
 import dev.needle.cassandra.NeedleMetrics;
+import dev.needle.cassandra.node.NodeFilters;
 import dev.needle.cassandra.storage.StorageFilter;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import org.apache.cassandra.db.marshal.DoubleType;
 import org.apache.cassandra.db.marshal.Int32Type;
 import org.apache.cassandra.db.marshal.LongType;
 import org.apache.cassandra.db.marshal.UTF8Type;
+import org.apache.cassandra.db.marshal.UUIDType;
 import org.apache.cassandra.db.virtual.AbstractVirtualTable;
 import org.apache.cassandra.db.virtual.SimpleDataSet;
 import org.apache.cassandra.db.virtual.VirtualKeyspace;
@@ -25,6 +27,7 @@ import org.apache.cassandra.dht.LocalPartitioner;
 import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.TableId;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.FBUtilities;
 
@@ -38,6 +41,8 @@ import org.apache.cassandra.utils.FBUtilities;
  *   <li>{@code key_states}: why a read of one key would or would not be skipped, source by source:
  *       {@code SELECT * FROM needle_views.key_states WHERE keyspace_name = 'ks' AND table_name = 't'
  *       AND partition_key = '42'} (the key as CQL would print it; a composite key as {@code a:b}).</li>
+ *   <li>{@code node_filters}: for each table with node filters, the filter this node publishes and
+ *       its copy of every other node's: epoch, sequence number, age, keys, bytes, trusted or not.</li>
  * </ul>
  *
  * Virtual tables are local: each node answers for itself.
@@ -51,7 +56,7 @@ public final class NeedleViews {
     /** Registers the keyspace once per node. */
     public static synchronized void register() {
         if (!REGISTERED.get()) {
-            List<VirtualTable> tables = List.of(new StorageFilters(), new KeyStates());
+            List<VirtualTable> tables = List.of(new StorageFilters(), new KeyStates(), new NodeFilterCopies());
             VirtualKeyspaceRegistry.instance.register(new VirtualKeyspace(KEYSPACE, tables));
             REGISTERED.set(true);
         }
@@ -197,6 +202,53 @@ public final class NeedleViews {
         @Override
         public void apply(org.apache.cassandra.db.partitions.PartitionUpdate update) {
             throw new InvalidRequestException("needle_views.key_states is read-only");
+        }
+    }
+
+    static final class NodeFilterCopies extends AbstractVirtualTable {
+        NodeFilterCopies() {
+            super(TableMetadata.builder(KEYSPACE, "node_filters")
+                    .comment("Node filters: the one this node publishes per table, and its copies of the others'")
+                    .kind(TableMetadata.Kind.VIRTUAL)
+                    .partitioner(new LocalPartitioner(UTF8Type.instance))
+                    .addPartitionKeyColumn("keyspace_name", UTF8Type.instance)
+                    .addClusteringColumn("table_name", UTF8Type.instance)
+                    .addClusteringColumn("owner", UUIDType.instance)
+                    .addRegularColumn("role", UTF8Type.instance)
+                    .addRegularColumn("epoch", LongType.instance)
+                    .addRegularColumn("seq", LongType.instance)
+                    .addRegularColumn("age_ms", LongType.instance)
+                    .addRegularColumn("keys", LongType.instance)
+                    .addRegularColumn("bytes", LongType.instance)
+                    .addRegularColumn("trusted", BooleanType.instance)
+                    .addRegularColumn("state", UTF8Type.instance)
+                    .build());
+        }
+
+        @Override
+        public DataSet data() {
+            SimpleDataSet rows = new SimpleDataSet(metadata());
+            for (NodeFilters.CopyStatus c : NodeFilters.instance.status()) {
+                TableMetadata t = Schema.instance.getTableMetadata(TableId.fromUUID(c.table()));
+                if (t == null || c.owner() == null) {
+                    continue;
+                }
+                rows.row(t.keyspace, t.name, c.owner())
+                        .column("role", c.own() ? "published" : "copy")
+                        .column("epoch", c.epoch())
+                        .column("seq", c.seq())
+                        .column("age_ms", c.ageMillis())
+                        .column("keys", c.keys())
+                        .column("bytes", c.bytes())
+                        .column("trusted", c.trusted())
+                        .column("state", c.state());
+            }
+            return rows;
+        }
+
+        @Override
+        public void apply(org.apache.cassandra.db.partitions.PartitionUpdate update) {
+            throw new InvalidRequestException("needle_views.node_filters is read-only");
         }
     }
 }

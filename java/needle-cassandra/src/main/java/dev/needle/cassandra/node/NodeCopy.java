@@ -1,0 +1,222 @@
+package dev.needle.cassandra.node;
+
+import dev.needle.filter.KeyFilter;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * This coordinator's copy of one other node's filter of one table: the owner's last snapshot,
+ * and the changes after it applied strictly in sequence order.
+ *
+ * <p>A copy at sequence {@code w} holds exactly the set the owner had published at {@code w}
+ * (invariant 5a), so a removal only ever removes what the copy holds. Changes that arrive early
+ * wait for the ones before them; a change of another epoch waits for that epoch's snapshot.
+ *
+ * <p>Trust: the owner's clock time up to which every change is applied ({@link View#freshMillis})
+ * is known from the snapshot's and the batches' cut times and from heartbeats whose sequence
+ * number the copy has reached. A coordinator skips on the copy's word only while that time is
+ * within the staleness bound S of now, the owner says its filter is ready, and the copy is of the
+ * owner's current epoch (invariant 5b, 5d).
+ *
+ * <p>Updates are serialized by this object's lock; lookups read {@link #view()} without locking.
+ */
+final class NodeCopy {
+    /** Batches waiting for earlier ones (or for their epoch's snapshot) beyond this many: the copy asks for a snapshot. */
+    static final int MAX_PENDING = 4096;
+
+    /** What lookups read: one epoch's filter and how fresh it is. */
+    static final class View {
+        final KeyFilter filter;
+        final long epoch;
+        /** Owner time before which every change is applied. */
+        volatile long freshMillis;
+        /** The owner's filter is ready, and the copy is of its current epoch and complete. */
+        volatile boolean usable;
+
+        View(KeyFilter filter, long epoch, long freshMillis) {
+            this.filter = filter;
+            this.epoch = epoch;
+            this.freshMillis = freshMillis;
+        }
+
+        /** Whether a lookup at {@code nowMillis} may trust this copy under staleness bound {@code stalenessMillis}. */
+        boolean trusted(long nowMillis, long stalenessMillis) {
+            return usable && nowMillis - freshMillis <= stalenessMillis;
+        }
+    }
+
+    /** The owner's host id. */
+    final java.util.UUID owner;
+
+    private volatile View view;
+
+    // Guarded by this.
+    private long applied = -1; // sequence number the view is current at
+    /** Batches not applied yet, by epoch, then by first sequence number. */
+    private final Map<Long, TreeMap<Long, OwnerFilter.Batch>> pending = new java.util.HashMap<>();
+
+    private int pendingCount;
+    private long beatEpoch = -1;
+    private boolean beatReady;
+    /** Heartbeats (sequence number, owner time) the copy has not reached yet. */
+    private final TreeMap<Long, Long> beatsAhead = new TreeMap<>();
+
+    private boolean broken;
+    private long lastChange;
+
+    NodeCopy(java.util.UUID owner) {
+        this.owner = owner;
+    }
+
+    /** The current view, or null before the first snapshot. */
+    View view() {
+        return view;
+    }
+
+    /**
+     * A complete snapshot arrived: it replaces the copy if it is of a newer epoch, or of the same
+     * epoch and further on. Epochs only grow, so an older one is a late message.
+     */
+    synchronized void snapshot(long epoch, long seq, long cutMillis, KeyFilter filter, long nowMillis) {
+        View v = view;
+        if (epoch < beatEpoch || (v != null && (epoch < v.epoch || (epoch == v.epoch && seq <= applied)))) {
+            return;
+        }
+        applied = seq;
+        broken = false;
+        view = new View(filter, epoch, cutMillis);
+        lastChange = nowMillis;
+        drainPending();
+        updateUsable();
+    }
+
+    /** A batch of changes arrived (perhaps out of order, perhaps twice, perhaps before its epoch's snapshot). */
+    synchronized void batch(OwnerFilter.Batch b, long nowMillis) {
+        View v = view;
+        long current = Math.max(beatEpoch, v == null ? -1 : v.epoch);
+        if (b.epoch() < current || (v != null && b.epoch() == v.epoch && b.seqEnd() <= applied)) {
+            return; // of an epoch the owner has left, or applied already
+        }
+        if (v != null && b.epoch() == v.epoch && b.seqStart() <= applied) {
+            apply(b);
+            lastChange = nowMillis;
+            drainPending();
+        } else if (pendingCount >= MAX_PENDING) {
+            broken = true; // too far behind: only a snapshot helps
+        } else if (pending.computeIfAbsent(b.epoch(), e -> new TreeMap<>()).put(b.seqStart(), b) == null) {
+            pendingCount++;
+        }
+        updateUsable();
+    }
+
+    /** A heartbeat: the owner's epoch, last sequence number and clock, and whether its filter is ready. */
+    synchronized void heartbeat(long epoch, long seq, long ownerMillis, boolean ready) {
+        if (epoch < beatEpoch) {
+            return; // late
+        }
+        if (epoch > beatEpoch) {
+            beatsAhead.clear();
+        }
+        beatEpoch = epoch;
+        beatReady = ready;
+        View v = view;
+        if (v != null && v.epoch == epoch && ready) {
+            if (seq <= applied) {
+                v.freshMillis = Math.max(v.freshMillis, ownerMillis);
+            } else {
+                beatsAhead.put(seq, ownerMillis);
+                while (beatsAhead.size() > 64) {
+                    beatsAhead.pollFirstEntry();
+                }
+            }
+        }
+        updateUsable();
+    }
+
+    /** Applies a batch that starts at or before {@code applied}: entries already held are skipped. */
+    private void apply(OwnerFilter.Batch b) {
+        View v = view;
+        long[] hashes = b.hashes();
+        boolean[] removals = b.removals();
+        for (int i = 0; i < hashes.length; i++) {
+            long seq = b.seqStart() + 1 + i;
+            if (seq <= applied) {
+                continue;
+            }
+            if (removals[i]) {
+                if (v.filter.supportsDelete()) {
+                    v.filter.deleteHash(hashes[i]);
+                }
+            } else if (!v.filter.insertHash(hashes[i])) {
+                broken = true; // full: the owner sends a bigger snapshot when its count grows
+            }
+        }
+        applied = b.seqEnd();
+        v.freshMillis = Math.max(v.freshMillis, b.cutMillis());
+        // Heartbeats the copy has now reached count as well.
+        for (Iterator<Map.Entry<Long, Long>> it =
+                        beatsAhead.headMap(applied, true).entrySet().iterator();
+                it.hasNext(); ) {
+            v.freshMillis = Math.max(v.freshMillis, it.next().getValue());
+            it.remove();
+        }
+    }
+
+    /** Applies the waiting batches that now follow on, and drops those of epochs the owner has left. */
+    private void drainPending() {
+        View v = view;
+        long current = Math.max(beatEpoch, v.epoch);
+        pending.keySet().removeIf(epoch -> {
+            boolean drop = epoch < current && epoch != v.epoch;
+            if (drop) {
+                pendingCount -= pending.get(epoch).size();
+            }
+            return drop;
+        });
+        TreeMap<Long, OwnerFilter.Batch> mine = pending.get(v.epoch);
+        while (mine != null && !mine.isEmpty() && mine.firstKey() <= applied) {
+            OwnerFilter.Batch b = mine.pollFirstEntry().getValue();
+            pendingCount--;
+            if (b.seqEnd() > applied) {
+                apply(b);
+            }
+        }
+    }
+
+    private void updateUsable() {
+        View v = view;
+        if (v != null) {
+            v.usable = !broken && beatReady && beatEpoch == v.epoch;
+        }
+    }
+
+    /** Whether this copy needs a snapshot from its owner: none yet, another epoch, a gap, or a full filter. */
+    synchronized boolean needsSnapshot() {
+        View v = view;
+        if (v == null || broken || beatEpoch > v.epoch) {
+            return true;
+        }
+        TreeMap<Long, OwnerFilter.Batch> mine = pending.get(v.epoch);
+        return mine != null && !mine.isEmpty(); // a gap: batches wait for one that did not come
+    }
+
+    /** When the copy last changed (snapshot or batch applied), local clock. */
+    synchronized long lastChangeMillis() {
+        return lastChange;
+    }
+
+    synchronized long appliedSeq() {
+        return applied;
+    }
+
+    synchronized int pendingBatches() {
+        return pendingCount;
+    }
+
+    /** The owner's last heartbeat said its filter is not ready (or the copy has no view): forget nothing, trust nothing. */
+    synchronized void invalidate() {
+        beatReady = false;
+        updateUsable();
+    }
+}

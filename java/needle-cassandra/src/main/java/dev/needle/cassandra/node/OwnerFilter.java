@@ -1,0 +1,248 @@
+package dev.needle.cassandra.node;
+
+import java.util.Arrays;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The owner side of one table's node filter: exactly which key hashes this node has published
+ * as "may hold live data here" in the current epoch, and the ordered changes not yet sent.
+ *
+ * <p>Every change gets the next sequence number of the epoch. A key is added ("+h") when it
+ * becomes live and was not published, removed ("−h") when it stops being live and was
+ * published; so the copy of a coordinator that applies the snapshot and then the changes in
+ * sequence order holds exactly the published set at its sequence number, and a removal never
+ * touches a fingerprint the copy does not hold (ARCHITECTURE.md, invariants 2 and 5a).
+ *
+ * <p>A key's decisions are serialized by its stripe's lock (the liveness check and the change
+ * are one step), and the sequence numbers by the sequencer's, so the last change of a key
+ * reflects the last state seen. Thread safe.
+ */
+final class OwnerFilter {
+    private static final int STRIPES = 64;
+    /** Changes waiting to be sent beyond this many: the epoch is abandoned and a snapshot sent instead. */
+    static final int MAX_QUEUED = 1 << 20;
+
+    private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
+    private final LongSet[] published = new LongSet[STRIPES];
+    private final Object sequencer = new Object();
+
+    // Guarded by sequencer.
+    private long epoch;
+    private long seq;
+    private long sentUpTo;
+    private long[] queuedHashes = new long[1024];
+    private boolean[] queuedRemovals = new boolean[1024];
+    private int queued;
+    private boolean overflowed;
+
+    OwnerFilter() {
+        for (int i = 0; i < STRIPES; i++) {
+            locks[i] = new ReentrantLock();
+            published[i] = new LongSet(1024);
+        }
+        newEpoch();
+    }
+
+    /**
+     * What an epoch's snapshot is: every published hash, cut at {@code seq}; every change the
+     * owner made before {@code cutMillis} (its clock) is in it.
+     */
+    record Snapshot(long epoch, long seq, long cutMillis, long[] hashes) {}
+
+    /** Where the sequence stood at owner time {@code atMillis}: every change made before then is numbered {@code seq} or lower. */
+    record Position(long epoch, long seq, long atMillis) {}
+
+    /**
+     * Changes {@code (seqStart, seqEnd]} of an epoch, in order: the i-th has sequence number
+     * {@code seqStart + 1 + i}. Cut at owner time {@code cutMillis}: every change the owner made
+     * before then is in this batch or an earlier one.
+     */
+    record Batch(long epoch, long seqStart, long seqEnd, long cutMillis, long[] hashes, boolean[] removals) {
+        int size() {
+            return hashes.length;
+        }
+    }
+
+    /** Starts a new epoch: nothing published, nothing queued; returns its id, larger than any before. */
+    long newEpoch() {
+        lockAll();
+        try {
+            for (LongSet set : published) {
+                set.clear();
+            }
+            synchronized (sequencer) {
+                // Epochs only grow, also across restarts (the clock moves on): a copy tells a late
+                // message of an old epoch from the start of a new one.
+                epoch = Math.max(epoch + 1, System.currentTimeMillis());
+                seq = 0;
+                sentUpTo = 0;
+                queued = 0;
+                overflowed = false;
+                return epoch;
+            }
+        } finally {
+            unlockAll();
+        }
+    }
+
+    long epoch() {
+        synchronized (sequencer) {
+            return epoch;
+        }
+    }
+
+    private static int stripe(long hash) {
+        return (int) (hash >>> 58);
+    }
+
+    /**
+     * Decides, for one key, whether it is published: {@code live} is asked under the key's lock,
+     * so two decisions for a key never interleave. Returns whether a change was queued.
+     */
+    boolean decide(long hash, BooleanSupplier live) {
+        int s = stripe(hash);
+        locks[s].lock();
+        try {
+            boolean isLive = live.getAsBoolean();
+            LongSet set = published[s];
+            if (isLive && !set.contains(hash)) {
+                set.add(hash);
+                enqueue(hash, false);
+                return true;
+            }
+            if (!isLive && set.contains(hash)) {
+                set.remove(hash);
+                enqueue(hash, true);
+                return true;
+            }
+            return false;
+        } finally {
+            locks[s].unlock();
+        }
+    }
+
+    /** Publishes a key known to be live, for keys arriving outside the write path (streaming, import). */
+    boolean publish(long hash) {
+        return decide(hash, () -> true);
+    }
+
+    boolean isPublished(long hash) {
+        int s = stripe(hash);
+        locks[s].lock();
+        try {
+            return published[s].contains(hash);
+        } finally {
+            locks[s].unlock();
+        }
+    }
+
+    private void enqueue(long hash, boolean removal) {
+        synchronized (sequencer) {
+            if (queued == queuedHashes.length) {
+                if (queued >= MAX_QUEUED) {
+                    // The publisher starts a new epoch; the changes of this one no longer matter,
+                    // and no later batch of it is sent (sequence numbers would no longer match).
+                    overflowed = true;
+                    return;
+                }
+                queuedHashes = Arrays.copyOf(queuedHashes, queued * 2);
+                queuedRemovals = Arrays.copyOf(queuedRemovals, queued * 2);
+            }
+            queuedHashes[queued] = hash;
+            queuedRemovals[queued] = removal;
+            queued++;
+            seq++;
+        }
+    }
+
+    /** Whether changes were lost to an overflowing queue (then only a new epoch helps). */
+    boolean overflowed() {
+        synchronized (sequencer) {
+            return overflowed;
+        }
+    }
+
+    /**
+     * The published set at this moment and the last sequence number it reflects. Changes still
+     * queued are in it; batches carry each change's own sequence number, so a copy that starts
+     * from this snapshot skips those it already holds. With {@code replacesQueue} (the epoch's
+     * first snapshot, which no copy can have followed before) the queued changes are dropped.
+     */
+    Snapshot snapshot(boolean replacesQueue) {
+        lockAll();
+        try {
+            int n = 0;
+            for (LongSet set : published) {
+                n += set.size();
+            }
+            long[] all = new long[n];
+            int at = 0;
+            for (LongSet set : published) {
+                long[] part = set.toArray();
+                System.arraycopy(part, 0, all, at, part.length);
+                at += part.length;
+            }
+            synchronized (sequencer) {
+                if (replacesQueue) {
+                    sentUpTo = seq;
+                    queued = 0;
+                }
+                return new Snapshot(epoch, seq, System.currentTimeMillis(), all);
+            }
+        } finally {
+            unlockAll();
+        }
+    }
+
+    private void lockAll() {
+        for (ReentrantLock l : locks) {
+            l.lock();
+        }
+    }
+
+    private void unlockAll() {
+        for (ReentrantLock l : locks) {
+            l.unlock();
+        }
+    }
+
+    /** Takes the queued changes as one batch, or null if there are none. */
+    Batch drain() {
+        synchronized (sequencer) {
+            if (queued == 0 || overflowed) {
+                return null;
+            }
+            Batch b = new Batch(
+                    epoch,
+                    sentUpTo,
+                    seq,
+                    System.currentTimeMillis(),
+                    Arrays.copyOf(queuedHashes, queued),
+                    Arrays.copyOf(queuedRemovals, queued));
+            sentUpTo = seq;
+            queued = 0;
+            return b;
+        }
+    }
+
+    /** The epoch and last sequence number assigned, at one instant: every change up to it is sent or queued. */
+    Position position() {
+        synchronized (sequencer) {
+            return new Position(epoch, seq, System.currentTimeMillis());
+        }
+    }
+
+    int publishedCount() {
+        int n = 0;
+        for (int i = 0; i < STRIPES; i++) {
+            locks[i].lock();
+            try {
+                n += published[i].size();
+            } finally {
+                locks[i].unlock();
+            }
+        }
+        return n;
+    }
+}

@@ -1,0 +1,220 @@
+package dev.needle.cassandra.node;
+
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.apache.cassandra.cql3.ColumnIdentifier;
+import org.apache.cassandra.cql3.Operator;
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.ReadCommand;
+import org.apache.cassandra.db.RegularAndStaticColumns;
+import org.apache.cassandra.db.WriteContext;
+import org.apache.cassandra.db.filter.RowFilter;
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.apache.cassandra.db.marshal.CompositeType;
+import org.apache.cassandra.db.memtable.Memtable;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.apache.cassandra.index.Index;
+import org.apache.cassandra.index.transactions.IndexTransaction;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.IndexMetadata;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.service.ClientState;
+import org.apache.cassandra.utils.NoSpamLogger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The receiving end of node-filter sync: an index on each table of {@link SyncKeyspace} whose
+ * write-path hook sees every row this node's replica applies (an owner's write, its replication,
+ * a hint, a read repair) and hands it to {@link NodeFilters}, as soon as it is applied. It
+ * answers no query. Nothing here may fail the write: a row it cannot read is logged and dropped
+ * (a copy that misses it asks for a snapshot).
+ */
+public final class SyncIndex implements Index {
+    private static final Logger logger = LoggerFactory.getLogger(SyncIndex.class);
+    private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, java.util.concurrent.TimeUnit.MINUTES);
+
+    private final ColumnFamilyStore baseCfs;
+    private IndexMetadata metadata;
+
+    public SyncIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata) {
+        this.baseCfs = baseCfs;
+        this.metadata = metadata;
+    }
+
+    /** A row of a sync table, read by column name. */
+    static final class SyncRow {
+        private final TableMetadata table;
+        private final ByteBuffer[] partitionKey;
+        private final Row row;
+
+        SyncRow(TableMetadata table, DecoratedKey key, Row row) {
+            this.table = table;
+            AbstractType<?> type = table.partitionKeyType;
+            this.partitionKey =
+                    type instanceof CompositeType c ? c.split(key.getKey()) : new ByteBuffer[] {key.getKey()};
+            this.row = row;
+        }
+
+        String table() {
+            return table.name;
+        }
+
+        ByteBuffer get(String column) {
+            ColumnMetadata c = table.getColumn(ColumnIdentifier.getInterned(column, true));
+            if (c == null) {
+                throw new IllegalArgumentException("no column " + column + " in " + table);
+            }
+            if (c.isPartitionKey()) {
+                return partitionKey[c.position()];
+            }
+            if (c.isClusteringColumn()) {
+                return row.clustering().bufferAt(c.position());
+            }
+            Cell<?> cell = row.getCell(c);
+            return cell == null || cell.isTombstone() ? null : cell.buffer();
+        }
+
+        <T> T get(String column, AbstractType<T> type) {
+            ByteBuffer b = get(column);
+            return b == null ? null : type.compose(b);
+        }
+    }
+
+    @Override
+    public Indexer indexerFor(
+            DecoratedKey key,
+            RegularAndStaticColumns columns,
+            long nowInSec,
+            WriteContext ctx,
+            IndexTransaction.Type transactionType,
+            Memtable memtable) {
+        if (transactionType != IndexTransaction.Type.UPDATE) {
+            return null;
+        }
+        return new Indexer() {
+            @Override
+            public void insertRow(Row row) {
+                deliver(row);
+            }
+
+            @Override
+            public void updateRow(Row oldRow, Row newRow) {
+                deliver(newRow);
+            }
+
+            private void deliver(Row row) {
+                if (row.isStatic() || !row.hasLiveData(nowInSec, false)) {
+                    return;
+                }
+                try {
+                    NodeFilters.instance.received(new SyncRow(baseCfs.metadata(), key, row));
+                } catch (Throwable t) {
+                    noSpam.warn(
+                            "Needle could not apply a row of {}.{}: {}",
+                            baseCfs.keyspace.getName(),
+                            baseCfs.name,
+                            t.toString(),
+                            t);
+                }
+            }
+        };
+    }
+
+    /** Called by Cassandra on CREATE INDEX. */
+    public static Map<String, String> validateOptions(Map<String, String> options, TableMetadata table) {
+        if (!table.keyspace.equals(SyncKeyspace.NAME)) {
+            throw new org.apache.cassandra.exceptions.ConfigurationException(
+                    SyncIndex.class.getSimpleName() + " belongs on the tables of " + SyncKeyspace.NAME + " only");
+        }
+        Map<String, String> unknown = new java.util.HashMap<>(options);
+        unknown.remove("class_name");
+        unknown.remove("target");
+        return unknown;
+    }
+
+    @Override
+    public Callable<?> getInitializationTask() {
+        return null;
+    }
+
+    @Override
+    public IndexMetadata getIndexMetadata() {
+        return metadata;
+    }
+
+    @Override
+    public Callable<?> getMetadataReloadTask(IndexMetadata indexMetadata) {
+        this.metadata = indexMetadata;
+        return null;
+    }
+
+    @Override
+    public void register(org.apache.cassandra.index.IndexRegistry registry) {
+        registry.registerIndex(this);
+    }
+
+    @Override
+    public Optional<ColumnFamilyStore> getBackingTable() {
+        return Optional.empty();
+    }
+
+    @Override
+    public Callable<?> getBlockingFlushTask() {
+        return null;
+    }
+
+    @Override
+    public Callable<?> getInvalidateTask() {
+        return null;
+    }
+
+    @Override
+    public Callable<?> getTruncateTask(long truncatedAt) {
+        return null;
+    }
+
+    @Override
+    public boolean shouldBuildBlocking() {
+        return false;
+    }
+
+    @Override
+    public boolean dependsOn(ColumnMetadata column) {
+        return false;
+    }
+
+    @Override
+    public boolean supportsExpression(ColumnMetadata column, Operator operator) {
+        return false;
+    }
+
+    @Override
+    public AbstractType<?> customExpressionValueType() {
+        return null;
+    }
+
+    @Override
+    public RowFilter getPostIndexQueryFilter(RowFilter filter) {
+        return filter;
+    }
+
+    @Override
+    public long getEstimatedResultRows() {
+        return 0;
+    }
+
+    @Override
+    public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {}
+
+    @Override
+    public Searcher searcherFor(ReadCommand command) {
+        return null;
+    }
+}

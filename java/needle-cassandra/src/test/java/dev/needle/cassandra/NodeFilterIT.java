@@ -1,0 +1,312 @@
+package dev.needle.cassandra;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.DriverException;
+import com.datastax.oss.driver.api.core.ProtocolVersion;
+import com.datastax.oss.driver.api.core.cql.Row;
+import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import com.datastax.oss.driver.api.core.metadata.Node;
+import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
+import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.TwinTables;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Node filters on a real three-node cluster, each read compared with a twin table without the
+ * index (ARCHITECTURE.md, invariant 5):
+ *
+ * <ul>
+ *   <li>quiescent equivalence: once the copies are in sync, reads through a coordinator that is not
+ *       a replica return what stock returns, and reads of absent and deleted keys are skipped;</li>
+ *   <li>bounded staleness: a key written through another coordinator is never missed by a read
+ *       that starts more than S after the write was acknowledged, and a key written through the
+ *       reading coordinator is never missed at all;</li>
+ *   <li>remote feedback: a key whose rows were deleted one by one becomes skippable everywhere;</li>
+ *   <li>fail-safe: a killed owner's copy stops being trusted within S (its reads fail as stock's
+ *       do, none is answered empty), and after its restart skipping resumes with its new epoch;</li>
+ *   <li>TRUNCATE, and the index dropped and created again;</li>
+ *   <li>every candidate: with RF 2, a replica that missed a delete holds the key live, and no
+ *       coordinator skips it at ONE, whichever replica the snitch would pick.</li>
+ * </ul>
+ */
+class NodeFilterIT {
+    private static final long STALENESS_MILLIS = 1000;
+    private static final String INDEX_OPTIONS = "{'node_filter': 'one', 'staleness': '" + STALENESS_MILLIS + "ms'}";
+
+    /** The nodes (1-based) that hold a key of {@code ks}, from the driver's token map. */
+    private static Set<Integer> owners(CqlSession s, String ks, int pk) {
+        Set<Integer> out = new TreeSet<>();
+        for (Node n : s.getMetadata()
+                .getTokenMap()
+                .orElseThrow()
+                .getReplicas(ks, TypeCodecs.INT.encode(pk, ProtocolVersion.DEFAULT))) {
+            InetSocketAddress a = (InetSocketAddress) n.getEndPoint().resolve();
+            byte[] b = a.getAddress().getAddress();
+            out.add(b[3] & 0xFF);
+        }
+        return out;
+    }
+
+    /** Waits until {@code node} trusts its copies of every other node's filter of {@code ks.table}. */
+    private static void awaitTrustedCopies(CqlSession s, String ks, String table, int others) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+        List<String> last = List.of();
+        while (System.nanoTime() < deadline) {
+            last = new ArrayList<>();
+            int trusted = 0;
+            for (Row r : s.execute(SimpleStatement.newInstance(
+                    "SELECT owner, role, trusted, state FROM needle_views.node_filters WHERE keyspace_name = ?"
+                            + " AND table_name = ?",
+                    ks,
+                    table))) {
+                last.add(r.getFormattedContents());
+                if ("copy".equals(r.getString("role")) && r.getBoolean("trusted")) {
+                    trusted++;
+                }
+            }
+            if (trusted == others) {
+                return;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("copies of " + ks + "." + table + " not trusted within 90 s: " + last);
+    }
+
+    @Test
+    void remoteReadsAreSkippedOnlyWhenEveryReplicaHoldsNoLiveData() throws Exception {
+        try (LocalCluster cluster = LocalCluster.start(3, "--yaml", "hinted_handoff_enabled=false")) {
+            TwinTables rf1 = new TwinTables("ks1.needle", "ks1.twin");
+            try (CqlSession s1 = cluster.session(1);
+                    CqlSession s2 = cluster.session(2)) {
+                s1.execute(
+                        "CREATE KEYSPACE ks1 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+                s1.execute(
+                        "CREATE KEYSPACE ks2 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}");
+                rf1.schema(s1, "CREATE TABLE %s (pk int, c int, v text, PRIMARY KEY (pk, c))");
+                s1.execute(
+                        "CREATE CUSTOM INDEX needle_idx ON ks1.needle () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
+                                + INDEX_OPTIONS);
+                s1.execute("CREATE TABLE ks2.needle (pk int PRIMARY KEY, v text)");
+                s1.execute("CREATE TABLE ks2.twin (pk int PRIMARY KEY, v text)");
+                s1.execute(
+                        "CREATE CUSTOM INDEX ON ks2.needle () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
+                                + INDEX_OPTIONS);
+
+                // Written through node 2, so node 1 has no recent write of these keys to go by.
+                for (int pk = 0; pk < 600; pk++) {
+                    rf1.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, ?)", pk, "v" + pk);
+                }
+                for (int pk = 0; pk < 600; pk += 3) {
+                    rf1.write(s2, ConsistencyLevel.ONE, "DELETE FROM %s WHERE pk = ?", pk);
+                }
+                cluster.flush(2, "ks1");
+                awaitTrustedCopies(s1, "ks1", "needle", 2);
+
+                // Quiescent equivalence through node 1, which owns about a third of the keys.
+                int remoteAbsentOrDeleted = 0;
+                long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+                for (int pk = -100; pk < 700; pk++) {
+                    rf1.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+                    rf1.compare(s1, ConsistencyLevel.QUORUM, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+                    boolean gone = pk < 0 || pk >= 600 || pk % 3 == 0;
+                    if (gone && !owners(s1, "ks1", pk).contains(1)) {
+                        remoteAbsentOrDeleted++;
+                    }
+                }
+                long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+                System.out.printf(
+                        "NodeFilterIT: %d remote reads of absent or deleted keys, %d skipped by node filters%n",
+                        remoteAbsentOrDeleted, skips);
+                // Each is skipped unless a false positive of a copy lets it through (rate 0.001).
+                assertTrue(
+                        skips >= remoteAbsentOrDeleted - 3,
+                        skips + " of " + remoteAbsentOrDeleted + " remote reads of absent or deleted keys skipped");
+                assertEquals(
+                        0,
+                        cluster.metric(1, "ks1", "needle", "NodeSkipsQuorum"),
+                        "node_filter 'one' skipped at QUORUM");
+
+                staleness(cluster, rf1, s1, s2);
+                rowByRowDeletes(cluster, rf1, s1, s2);
+                killedOwner(cluster, rf1, s1, s2);
+                truncateAndRecreate(cluster, rf1, s1, s2);
+            }
+            everyCandidate(cluster);
+        }
+    }
+
+    /**
+     * New keys written through node 2 and read through node 1 at once, and again until they appear:
+     * no read that began more than S after the write's acknowledgement may miss one.
+     */
+    private static void staleness(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2) throws Exception {
+        List<Long> missedAt = new ArrayList<>();
+        int keys = 0;
+        for (int pk = 10_000; keys < 60; pk++) {
+            if (owners(s1, "ks1", pk).contains(1)) {
+                continue; // the owner reads its own data
+            }
+            keys++;
+            t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'new')", pk);
+            long acked = System.nanoTime();
+            while (true) {
+                long began = System.nanoTime();
+                List<String> rows = TwinTables.read(
+                        s1,
+                        SimpleStatement.newInstance("SELECT v FROM ks1.needle WHERE pk = ?", pk)
+                                .setConsistencyLevel(ConsistencyLevel.ONE));
+                if (!rows.isEmpty()) {
+                    break;
+                }
+                long sinceAck = (began - acked) / 1_000_000;
+                missedAt.add(sinceAck);
+                assertTrue(
+                        sinceAck <= STALENESS_MILLIS,
+                        "a read that began " + sinceAck + " ms after the write was acknowledged missed key " + pk);
+            }
+            // Through the writing coordinator, never a miss.
+            assertEquals(
+                    1,
+                    TwinTables.read(
+                                    s2,
+                                    SimpleStatement.newInstance("SELECT v FROM ks1.needle WHERE pk = ?", pk)
+                                            .setConsistencyLevel(ConsistencyLevel.ONE))
+                            .size(),
+                    "node 2 missed its own write of " + pk);
+        }
+        System.out.printf(
+                "NodeFilterIT: %d new keys read at once through another coordinator: %d reads missed, at %s ms after the ack%n",
+                keys, missedAt.size(), missedAt);
+    }
+
+    /**
+     * Rows deleted one by one leave the partition live in every filter until a read proves it
+     * dead: a read through node 1 that finds nothing asks the owner to check, and the owner's
+     * removal reaches node 1's copy.
+     */
+    private static void rowByRowDeletes(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2)
+            throws Exception {
+        int pk = 20_000;
+        while (owners(s1, "ks1", pk).contains(1)) {
+            pk++;
+        }
+        t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'x')", pk);
+        t.write(s2, ConsistencyLevel.ONE, "DELETE FROM %s WHERE pk = ? AND c = 1", pk);
+        Thread.sleep(STALENESS_MILLIS + 1500); // past node 2's recent-write window (it does not matter for node 1)
+        final int key = pk;
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        while (cluster.metric(1, "ks1", "needle", "NodeSkipsOne") == skips0) {
+            assertTrue(System.nanoTime() < deadline, "a key whose rows were all deleted was not skipped within 30 s");
+            assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", key));
+            Thread.sleep(100);
+        }
+    }
+
+    /**
+     * kill -9 of an owner: within S its copy is no longer trusted, so reads of its keys fail as
+     * stock's do instead of being answered empty; after the restart, its new epoch is published
+     * and skipping resumes.
+     */
+    private static void killedOwner(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2) throws Exception {
+        List<Integer> absentOn3 = new ArrayList<>();
+        for (int pk = 30_000; absentOn3.size() < 20; pk++) {
+            if (owners(s1, "ks1", pk).equals(Set.of(3))) {
+                absentOn3.add(pk);
+            }
+        }
+        cluster.kill(3);
+        Thread.sleep(STALENESS_MILLIS + 200);
+        for (int pk : absentOn3) {
+            SimpleStatement st = SimpleStatement.newInstance("SELECT v FROM ks1.needle WHERE pk = ?", pk)
+                    .setConsistencyLevel(ConsistencyLevel.ONE)
+                    .setTimeout(Duration.ofSeconds(15));
+            assertThrows(DriverException.class, () -> s1.execute(st), "a read of a dead owner's key answered");
+        }
+        cluster.startNode(3);
+        awaitTrustedCopies(s1, "ks1", "needle", 2);
+        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        for (int pk : absentOn3) {
+            t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+        }
+        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        assertTrue(
+                skips >= absentOn3.size() - 1, "after the restart " + skips + " of " + absentOn3.size() + " skipped");
+    }
+
+    /**
+     * TRUNCATE: every owner starts a new epoch from what is left, and keys written afterwards are
+     * read back through other coordinators once S has passed. Then the index is dropped and
+     * created again: the new index publishes from scratch, and skipping resumes.
+     */
+    private static void truncateAndRecreate(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2)
+            throws Exception {
+        t.schema(s2, "TRUNCATE %s");
+        for (int pk = 0; pk < 600; pk += 2) {
+            t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 2, 'after')", pk);
+        }
+        Thread.sleep(STALENESS_MILLIS + 200);
+        for (int pk = 0; pk < 600; pk++) {
+            t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+        }
+        s1.execute("DROP INDEX ks1.needle_idx");
+        s1.execute(
+                "CREATE CUSTOM INDEX needle_idx ON ks1.needle () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
+                        + INDEX_OPTIONS);
+        awaitTrustedCopies(s1, "ks1", "needle", 2);
+        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        for (int pk = 0; pk < 600; pk++) {
+            t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+        }
+        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        assertTrue(
+                skips > 100,
+                "after re-creating the index, " + skips + " of about 200 remote reads of truncated keys skipped");
+    }
+
+    /**
+     * RF 2: node 3 misses a delete (down, no hints) and comes back holding the row. Through node 1
+     * at ONE, a read of that key must not be skipped: stock could read node 3 and return the row.
+     */
+    private static void everyCandidate(LocalCluster cluster) throws Exception {
+        try (CqlSession s1 = cluster.session(1)) {
+            int pk = 0;
+            while (!owners(s1, "ks2", pk).equals(Set.of(2, 3))) {
+                pk++;
+            }
+            TwinTables t = new TwinTables("ks2.needle", "ks2.twin");
+            t.write(s1, ConsistencyLevel.ALL, "INSERT INTO %s (pk, v) VALUES (?, 'old')", pk);
+            cluster.stop(3);
+            t.write(s1, ConsistencyLevel.ONE, "DELETE FROM %s WHERE pk = ?", pk);
+            cluster.startNode(3);
+            awaitTrustedCopies(s1, "ks2", "needle", 2);
+            Thread.sleep(STALENESS_MILLIS + 1500); // past node 1's own recent-write window
+            final int key = pk;
+            long live0 = cluster.metric(1, "ks2", "needle", "NodePassedLive");
+            long skips0 = cluster.metric(1, "ks2", "needle", "NodeSkipsOne");
+            for (int i = 0; i < 20; i++) {
+                List<String> rows = TwinTables.read(
+                        s1,
+                        SimpleStatement.newInstance("SELECT v FROM ks2.needle WHERE pk = ?", key)
+                                .setConsistencyLevel(ConsistencyLevel.ONE));
+                assertTrue(rows.size() <= 1, "rows " + rows);
+            }
+            assertEquals(
+                    0,
+                    cluster.metric(1, "ks2", "needle", "NodeSkipsOne") - skips0,
+                    "a key live on one of its replicas was skipped");
+            assertEquals(20, cluster.metric(1, "ks2", "needle", "NodePassedLive") - live0);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+package dev.needle.cassandra.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.needle.filter.CuckooFilter;
+import dev.needle.filter.KeyFilter;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The owner's published set and a coordinator's copy of it, against a model: whatever order the
+ * batches arrive in, duplicated or lost, a copy that says it is at sequence number w never denies
+ * a key the owner had published at w (invariant 5a), holds exactly as many keys, and asks for a
+ * snapshot when a batch is missing.
+ */
+class NodeCopyTest {
+    private static final double FP = 0.001;
+
+    private static KeyFilter filterOf(long[] hashes) {
+        KeyFilter f = CuckooFilter.create(Math.max(4096, hashes.length * 2L), FP);
+        for (long h : hashes) {
+            assertTrue(f.insertHash(h));
+        }
+        return f;
+    }
+
+    /** The owner's published set after each sequence number, replayed from the batches. */
+    private static final class History {
+        final Map<Long, Set<Long>> atSeq = new HashMap<>();
+        final Set<Long> current = new HashSet<>();
+
+        void apply(OwnerFilter.Batch b) {
+            for (int i = 0; i < b.size(); i++) {
+                if (b.removals()[i]) {
+                    assertTrue(current.remove(b.hashes()[i]), "a removal of a key not published");
+                } else {
+                    assertTrue(current.add(b.hashes()[i]), "an addition of a key already published");
+                }
+            }
+            atSeq.put(b.seqEnd(), new HashSet<>(current));
+        }
+    }
+
+    @Test
+    void aCopyNeverDeniesAKeyPublishedAtItsSequenceNumber() {
+        for (long seed = 1; seed <= 20; seed++) {
+            run(new Random(seed));
+        }
+    }
+
+    private static void run(Random rnd) {
+        OwnerFilter owner = new OwnerFilter();
+        Map<Long, Boolean> live = new HashMap<>();
+        long[] keys = new long[500];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = rnd.nextLong();
+        }
+        OwnerFilter.Snapshot first = owner.snapshot(true);
+        History history = new History();
+        history.atSeq.put(first.seq(), Set.of());
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(first.epoch(), first.seq(), first.cutMillis(), filterOf(first.hashes()), 0);
+        copy.heartbeat(first.epoch(), first.seq(), first.cutMillis(), true);
+        List<OwnerFilter.Batch> inFlight = new ArrayList<>();
+        for (int round = 0; round < 300; round++) {
+            for (int op = rnd.nextInt(20); op > 0; op--) {
+                long k = keys[rnd.nextInt(keys.length)];
+                boolean nowLive = rnd.nextInt(3) > 0;
+                live.put(k, nowLive);
+                owner.decide(k, () -> live.getOrDefault(k, false));
+            }
+            OwnerFilter.Batch b = owner.drain();
+            if (b != null) {
+                history.apply(b);
+                inFlight.add(b);
+                if (rnd.nextInt(10) == 0) {
+                    inFlight.add(b); // delivered twice
+                }
+            }
+            // Deliver some of what is in flight, in any order; lose one now and then.
+            Collections.shuffle(inFlight, rnd);
+            for (int n = rnd.nextInt(inFlight.size() + 1); n > 0; n--) {
+                OwnerFilter.Batch d = inFlight.remove(inFlight.size() - 1);
+                if (rnd.nextInt(50) != 0) {
+                    copy.batch(d, round);
+                }
+            }
+            check(copy, history);
+            if (copy.needsSnapshot() && rnd.nextInt(4) == 0) {
+                OwnerFilter.Snapshot s = owner.snapshot(false);
+                assertEquals(history.current, toSet(s.hashes()), "the snapshot is the published set");
+                copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), round);
+                check(copy, history);
+            }
+        }
+    }
+
+    private static Set<Long> toSet(long[] hashes) {
+        Set<Long> s = new HashSet<>();
+        for (long h : hashes) {
+            s.add(h);
+        }
+        return s;
+    }
+
+    private static void check(NodeCopy copy, History history) {
+        NodeCopy.View v = copy.view();
+        long w = copy.appliedSeq();
+        Set<Long> published = history.atSeq.get(w);
+        assertNotNull(published, "the copy is at sequence " + w + ", which no batch ended at");
+        for (long h : published) {
+            assertTrue(v.filter.mightContainHash(h), "a false negative at sequence " + w);
+        }
+        assertEquals(published.size(), v.filter.count(), "the copy holds other keys than the owner published");
+    }
+
+    @Test
+    void aBatchAfterAGapWaitsAndTheCopyAsksForASnapshot() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        owner.publish(1);
+        OwnerFilter.Batch lost = owner.drain();
+        owner.publish(2);
+        OwnerFilter.Batch next = owner.drain();
+        copy.batch(next, 1);
+        assertEquals(s.seq(), copy.appliedSeq(), "a batch after a gap was applied");
+        assertTrue(copy.needsSnapshot());
+        assertEquals(0, copy.view().filter.count(), "the copy holds a change that follows a gap");
+        copy.batch(lost, 2);
+        assertEquals(next.seqEnd(), copy.appliedSeq(), "the waiting batch follows once the gap is filled");
+        assertFalse(copy.needsSnapshot());
+        assertTrue(copy.view().filter.mightContainHash(1) && copy.view().filter.mightContainHash(2));
+    }
+
+    @Test
+    void trustNeedsAReadyOwnerOfTheSameEpochAndAFreshHeartbeat() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        assertNull(copy.view());
+        long t0 = s.cutMillis();
+        copy.snapshot(s.epoch(), s.seq(), t0, filterOf(s.hashes()), 0);
+        assertFalse(copy.view().trusted(t0, 1_000), "trusted before the owner said it is ready");
+        copy.heartbeat(s.epoch(), s.seq(), t0 + 500, true);
+        assertTrue(copy.view().trusted(t0 + 1_400, 1_000));
+        assertFalse(copy.view().trusted(t0 + 1_600, 1_000), "trusted beyond the staleness bound");
+        // A heartbeat ahead of what the copy has applied does not make it fresher.
+        owner.publish(7);
+        OwnerFilter.Position p = owner.position();
+        long later = p.atMillis() + 5_000;
+        copy.heartbeat(p.epoch(), p.seq(), later, true);
+        assertFalse(copy.view().trusted(later, 1_000), "fresh on a heartbeat the copy has not caught up with");
+        copy.batch(owner.drain(), 3);
+        assertTrue(copy.view().trusted(later, 1_000), "the heartbeat counts once its changes are applied");
+        // The owner restarts: a new, larger epoch; the old copy is not used.
+        long oldEpoch = s.epoch();
+        owner.newEpoch();
+        assertTrue(owner.epoch() > oldEpoch);
+        copy.heartbeat(owner.epoch(), 0, later, false);
+        assertFalse(copy.view().usable);
+        assertTrue(copy.needsSnapshot());
+        // A late snapshot of the old epoch is ignored; the new one replaces the copy.
+        copy.snapshot(oldEpoch, 99, later, filterOf(new long[] {5}), 4);
+        assertEquals(oldEpoch, copy.view().epoch);
+        OwnerFilter.Snapshot s2 = owner.snapshot(true);
+        copy.snapshot(s2.epoch(), s2.seq(), s2.cutMillis(), filterOf(s2.hashes()), 5);
+        copy.heartbeat(s2.epoch(), s2.seq(), s2.cutMillis(), true);
+        assertEquals(s2.epoch(), copy.view().epoch);
+        assertTrue(copy.view().usable);
+    }
+}
