@@ -62,6 +62,15 @@ def _parser():
         default=[],
         help="extra JVM option for every node (repeatable), e.g. --jvm-opt=-Dfoo=1",
     )
+    up.add_argument(
+        "--latency",
+        metavar="PROFILE",
+        help="delay internode messages as a network would: raw (none), lan (0.2 ms), az (three zones, 0.1-0.75 ms),"
+        " wan (20 ms) or fixed:MS; a test-only agent (java/needle-testhooks)",
+    )
+    up.add_argument(
+        "--latency-jar", metavar="JAR", help="the test-hooks agent jar (default: the one 'make build' builds)"
+    )
     up.add_argument("--heap", metavar="SIZE", help=f"heap per node (default {config.DEFAULT_HEAP})")
     up.add_argument(
         "--yaml",
@@ -137,6 +146,12 @@ def run(argv):
                     f"--yaml {kv!r} is not KEY=VALUE, e.g. --yaml storage_compatibility_mode=NONE", code=2
                 )
             yaml[key.strip()] = value.strip()
+        jvm_opts = list(args.jvm_opt)
+        if args.latency:
+            try:
+                jvm_opts.append(config.latency_jvm_opt(args.latency, args.latency_jar))
+            except (ValueError, FileNotFoundError) as e:
+                raise ClusterError(str(e), code=2) from e
         Cluster.up(
             args.nodes,
             dir=d,
@@ -144,7 +159,7 @@ def run(argv):
             name=args.name,
             with_needle=args.with_needle,
             query_handler=args.query_handler,
-            jvm_opts=args.jvm_opt,
+            jvm_opts=jvm_opts,
             heap=args.heap,
             yaml=yaml,
             timeout=args.timeout,

@@ -85,6 +85,34 @@ JPMS_OPTIONS = [
 ]
 
 
+# Emulated internode latency (the test-hooks agent, java/needle-testhooks): profile names.
+LATENCY_PROFILES = ("raw", "lan", "az", "wan")
+DEFAULT_LATENCY_JAR = (
+    Path(__file__).resolve().parents[2] / "java" / "needle-testhooks" / "target" / "needle-testhooks-0.1.0-SNAPSHOT.jar"
+)
+
+
+def latency_jvm_opt(profile, jar=None):
+    """The JVM option that delays each node's internode messages by ``profile``; raises ValueError if unknown."""
+    name = (profile or "").strip().lower()
+    ok = name in LATENCY_PROFILES
+    if name.startswith("fixed:"):
+        try:
+            ok = 0 <= float(name[6:]) <= 10_000
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ValueError(
+            f"unknown latency profile {profile!r}: use raw, lan, az, wan or fixed:MILLISECONDS (0 to 10000)"
+        )
+    path = Path(jar).expanduser().resolve() if jar else DEFAULT_LATENCY_JAR
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the test-hooks jar {path} does not exist; build it first (make build) or give --latency-jar"
+        )
+    return f"-javaagent:{path}={name}"
+
+
 def node_name(i):
     return f"node{i}"
 

@@ -98,6 +98,20 @@ def test_usage_errors_exit_2(tmp_path):
     assert res.returncode == 2 and "choose 1 to 8" in res.stderr
     res = run(tmp_path / "none", "up", "--yaml", "novalue")
     assert res.returncode == 2 and "KEY=VALUE" in res.stderr
+    res = run(tmp_path / "none", "up", "--latency", "satellite")
+    assert res.returncode == 2 and "raw, lan, az, wan" in res.stderr
+    res = run(tmp_path / "none", "up", "--latency", "lan", "--latency-jar", str(tmp_path / "missing.jar"))
+    assert res.returncode == 2 and "make build" in res.stderr
     res = run(tmp_path / "none", "up", "--with-needle", str(tmp_path / "missing.jar"))
     assert res.returncode == 2 and "does not exist" in res.stderr
     assert not (tmp_path / "none").exists(), "a failed up leaves no folder behind"
+
+
+def test_latency_profiles_become_an_agent_option(tmp_path):
+    jar = tmp_path / "hooks.jar"
+    jar.write_bytes(b"")
+    assert config.latency_jvm_opt("LAN", jar) == f"-javaagent:{jar.resolve()}=lan"
+    assert config.latency_jvm_opt("fixed:0.3", jar).endswith("=fixed:0.3")
+    for bad in ("fixed:-1", "fixed:x", "", "moon"):
+        with pytest.raises(ValueError):
+            config.latency_jvm_opt(bad, jar)

@@ -33,11 +33,14 @@ import org.junit.jupiter.api.Test;
  *       that starts more than S after the write was acknowledged, and a key written through the
  *       reading coordinator is never missed at all;</li>
  *   <li>remote feedback: a key whose rows were deleted one by one becomes skippable everywhere;</li>
- *   <li>fail-safe: a killed owner's copy stops being trusted within S (its reads fail as stock's
+ *   <li>fail-safe: a copy whose owner's sync rows are lost stops being trusted within S, and
+ *       catches up from a snapshot once they flow again; a killed owner's copy stops being trusted within S (its reads fail as stock's
  *       do, none is answered empty), and after its restart skipping resumes with its new epoch;</li>
  *   <li>TRUNCATE, and the index dropped and created again;</li>
  *   <li>every candidate: with RF 2, a replica that missed a delete holds the key live, and no
- *       coordinator skips it at ONE, whichever replica the snitch would pick.</li>
+ *       coordinator skips it at ONE, whichever replica the snitch would pick; once repair streams
+ *       the tombstone to it, the key is skipped;</li>
+ *   <li>a node added by bootstrap publishes the keys streamed to it.</li>
  * </ul>
  */
 class NodeFilterIT {
@@ -85,7 +88,8 @@ class NodeFilterIT {
 
     @Test
     void remoteReadsAreSkippedOnlyWhenEveryReplicaHoldsNoLiveData() throws Exception {
-        try (LocalCluster cluster = LocalCluster.start(3, "--yaml", "hinted_handoff_enabled=false")) {
+        try (LocalCluster cluster = LocalCluster.start(
+                3, "--yaml", "hinted_handoff_enabled=false", "--jvm-opt=-Dneedle.fault_injection=true")) {
             TwinTables rf1 = new TwinTables("ks1.needle", "ks1.twin");
             try (CqlSession s1 = cluster.session(1);
                     CqlSession s2 = cluster.session(2)) {
@@ -139,10 +143,49 @@ class NodeFilterIT {
 
                 staleness(cluster, rf1, s1, s2);
                 rowByRowDeletes(cluster, rf1, s1, s2);
+                syncLost(cluster, rf1, s1, s2);
                 killedOwner(cluster, rf1, s1, s2);
                 truncateAndRecreate(cluster, rf1, s1, s2);
             }
             everyCandidate(cluster);
+            addedNode(cluster, rf1);
+            for (int n = 1; n <= cluster.nodes(); n++) {
+                System.out.printf(
+                        "NodeFilterIT node %d, ks1.needle: %d changes sent in %d batch bytes (%.1f bytes per change),"
+                                + " %d snapshots, %d bytes sent in all, %d received%n",
+                        n,
+                        cluster.metric(n, "ks1", "needle", "NodeFilterChangesSent"),
+                        cluster.metric(n, "ks1", "needle", "NodeFilterBatchBytesSent"),
+                        (double) cluster.metric(n, "ks1", "needle", "NodeFilterBatchBytesSent")
+                                / Math.max(1, cluster.metric(n, "ks1", "needle", "NodeFilterChangesSent")),
+                        cluster.metric(n, "ks1", "needle", "NodeFilterSnapshotsSent"),
+                        cluster.metric(n, "ks1", "needle", "NodeFilterBytesSent"),
+                        cluster.metric(n, "ks1", "needle", "NodeFilterBytesReceived"));
+            }
+        }
+    }
+
+    /**
+     * A fourth node bootstraps: it receives its ranges by streaming, publishes its keys, and
+     * through node 1 every read matches the twin, with the new node's absent keys skipped once
+     * node 1 trusts its copy.
+     */
+    private static void addedNode(LocalCluster cluster, TwinTables t) throws Exception {
+        int added = cluster.addNode();
+        try (CqlSession s1 = cluster.session(1)) {
+            awaitTrustedCopies(s1, "ks1", "needle", 3);
+            long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+            int absentOnNew = 0;
+            for (int pk = 0; pk < 700; pk++) {
+                t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+                if (pk % 2 == 1 && owners(s1, "ks1", pk).equals(Set.of(added))) {
+                    absentOnNew++; // odd keys were truncated and not written again
+                }
+            }
+            long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+            assertTrue(absentOnNew > 0, "node " + added + " owns none of the keys read");
+            assertTrue(
+                    skips >= absentOnNew, skips + " skipped; node " + added + " owns " + absentOnNew + " absent keys");
         }
     }
 
@@ -212,6 +255,46 @@ class NodeFilterIT {
             assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", key));
             Thread.sleep(100);
         }
+    }
+
+    /**
+     * Fail-safe: node 2's sync rows are dropped on their way out (Cassandra's outbound sink, armed
+     * through Needle's fault injection) while keys are written through it. After S, node 1 trusts
+     * its copy of node 2 no more: every read of node 2's keys goes to Cassandra, written keys are
+     * found. Once sync flows again, the copy's gap makes it ask for a snapshot, and skipping resumes.
+     */
+    private static void syncLost(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2) throws Exception {
+        List<Integer> on2 = new ArrayList<>();
+        for (int pk = 40_000; on2.size() < 30; pk++) {
+            if (owners(s1, "ks1", pk).equals(Set.of(2))) {
+                on2.add(pk);
+            }
+        }
+        String faults = "dev.needle:type=FaultInjection";
+        cluster.jmxInvoke(2, faults, "arm", "sync.drop", 1);
+        try {
+            for (int pk : on2.subList(0, 15)) {
+                t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'unsynced')", pk);
+            }
+            Thread.sleep(STALENESS_MILLIS + 300);
+            long stale0 = cluster.metric(1, "ks1", "needle", "NodePassedStale");
+            for (int pk : on2) {
+                t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+            }
+            assertEquals(
+                    on2.size(),
+                    cluster.metric(1, "ks1", "needle", "NodePassedStale") - stale0,
+                    "reads of node 2's keys while its sync is lost, passed as stale");
+        } finally {
+            cluster.jmxInvoke(2, faults, "disarmAll");
+        }
+        awaitTrustedCopies(s1, "ks1", "needle", 2);
+        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        for (int pk : on2) {
+            t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+        }
+        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        assertTrue(skips >= 14, "once sync resumed, " + skips + " of 15 reads of absent keys skipped");
     }
 
     /**
@@ -307,6 +390,15 @@ class NodeFilterIT {
                     cluster.metric(1, "ks2", "needle", "NodeSkipsOne") - skips0,
                     "a key live on one of its replicas was skipped");
             assertEquals(20, cluster.metric(1, "ks2", "needle", "NodePassedLive") - live0);
+            // Repair streams the tombstone to node 3; its storage filter learns it from the streamed
+            // SSTable, its node filter removes the key, and node 1 skips the key from then on.
+            cluster.nodetool(3, "repair", "-full", "ks2");
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (cluster.metric(1, "ks2", "needle", "NodeSkipsOne") == skips0) {
+                assertTrue(System.nanoTime() < deadline, "the key was not skipped within 60 s of the repair");
+                assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", key));
+                Thread.sleep(200);
+            }
         }
     }
 }

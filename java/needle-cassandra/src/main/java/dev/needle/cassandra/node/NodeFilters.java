@@ -1,6 +1,7 @@
 package dev.needle.cassandra.node;
 
 import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.storage.Faults;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.filter.FilterIO;
 import dev.needle.filter.Hashing;
@@ -21,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.Keyspace;
+import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.marshal.BooleanType;
 import org.apache.cassandra.db.marshal.BytesType;
 import org.apache.cassandra.db.marshal.Int32Type;
@@ -34,6 +36,8 @@ import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.locator.Replica;
 import org.apache.cassandra.locator.ReplicaPlan;
 import org.apache.cassandra.locator.ReplicaPlans;
+import org.apache.cassandra.net.MessagingService;
+import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.TableId;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.StorageService;
@@ -98,7 +102,17 @@ public final class NodeFilters {
     /** Rows of the sync keyspace this node could not apply (queue full or unreadable). */
     public final AtomicLong rowsDropped = new AtomicLong();
 
-    private NodeFilters() {}
+    private NodeFilters() {
+        if (Faults.enabled()) {
+            // Needle's own tests: the fault point "sync.drop" loses this node's outgoing sync rows.
+            MessagingService.instance()
+                    .outboundSink
+                    .add((message, to) -> !(Faults.armed("sync.drop")
+                            && message.verb() == Verb.MUTATION_REQ
+                            && message.payload instanceof Mutation m
+                            && m.getKeyspaceName().equals(SyncKeyspace.NAME)));
+        }
+    }
 
     private static ThreadPoolExecutor singleThread(String name, int queue) {
         ThreadPoolExecutor e =
@@ -143,6 +157,7 @@ public final class NodeFilters {
         m.gauge("NodeFilterBytesSent", o.bytesSent::get);
         m.gauge("NodeFilterBytesReceived", o.bytesReceived::get);
         m.gauge("NodeFilterChangesSent", o.changesSent::get);
+        m.gauge("NodeFilterBatchBytesSent", o.batchBytesSent::get);
         m.gauge("NodeFilterSnapshotsSent", o.snapshotsSent::get);
         m.gauge("NodeFilterEpochs", o.epochsStarted::get);
         m.gauge("NodeFilterPublishedKeys", o.filter::publishedCount);
@@ -600,7 +615,7 @@ public final class NodeFilters {
         } catch (RuntimeException e) {
             noSpam.warn(
                     "Needle could not create the {} keyspace ({}); node filters wait for it. Create it with the CQL"
-                            + " in docs/cassandra.md if this persists",
+                            + " in docs/node-filters.md if this persists",
                     SyncKeyspace.NAME,
                     e.toString());
         }
@@ -626,6 +641,7 @@ public final class NodeFilters {
             }
             ByteBuffer blob = SyncCodec.encode(b.hashes(), b.removals());
             o.bytesSent.addAndGet(blob.remaining());
+            o.batchBytesSent.addAndGet(blob.remaining());
             o.changesSent.addAndGet(b.size());
             SyncKeyspace.writeBatch(me, o.table, b, blob);
         }

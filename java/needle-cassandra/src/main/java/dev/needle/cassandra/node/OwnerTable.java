@@ -48,6 +48,9 @@ final class OwnerTable implements KeyEvents {
 
     final AtomicLong bytesSent = new AtomicLong();
     final AtomicLong changesSent = new AtomicLong();
+    /** The part of {@link #bytesSent} that carried batches of changes (the rest carried snapshots). */
+    final AtomicLong batchBytesSent = new AtomicLong();
+
     final AtomicLong snapshotsSent = new AtomicLong();
     final AtomicLong epochsStarted = new AtomicLong();
     /** Bytes of other nodes' snapshots and batches of this table applied to copies here. */

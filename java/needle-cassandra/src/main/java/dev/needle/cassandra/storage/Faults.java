@@ -12,7 +12,9 @@ import javax.management.ObjectName;
  * must not let an error reach Cassandra: {@code write} (recording a write), {@code observer}
  * (collecting the keys of an SSTable being written), {@code notification} (applying a change of
  * the SSTable set), {@code scan} (reading an SSTable's keys) and {@code save} (writing the saved
- * filter).
+ * filter). One point is a condition rather than an error: while {@code sync.drop} is armed, this
+ * node's messages that carry node-filter sync rows to other nodes are dropped before they reach
+ * the network (Cassandra's outbound sink), as a network that loses them would.
  */
 public final class Faults {
     private static final boolean ENABLED = Boolean.getBoolean("needle.fault_injection");
@@ -71,6 +73,20 @@ public final class Faults {
 
     /** Loads the class, so that the MBean is there before any point is reached. */
     static void install() {}
+
+    /** Whether this JVM runs with fault injection. */
+    public static boolean enabled() {
+        return ENABLED;
+    }
+
+    /** Whether {@code point} is armed (without using up a visit): for conditions rather than errors. */
+    public static boolean armed(String point) {
+        if (!ENABLED) {
+            return false;
+        }
+        AtomicInteger c = ARMED.get(point);
+        return c != null && c.get() > 0;
+    }
 
     /** Throws if {@code point} is armed. */
     static void hit(String point) {
