@@ -136,6 +136,11 @@ fn value_type(field: &Type) -> Result<ValueType, String> {
     let logical = info.logical_type_ref();
     let conv = info.converted_type();
     match field.get_physical_type() {
+        PhysicalType::FIXED_LEN_BYTE_ARRAY if matches!(logical, Some(LogicalType::Float16)) => Err(
+            "FLOAT16 columns are not supported: format v1 defines no canonical encoding for \
+             floating-point values (strings, binary and integers are)"
+                .into(),
+        ),
         PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY => {
             let text = matches!(
                 logical,
@@ -169,9 +174,11 @@ fn value_type(field: &Type) -> Result<ValueType, String> {
     }
 }
 
-/// The indexable value of a field (None for null).
-pub fn field_value(f: &Field) -> Option<Value> {
-    Some(match f {
+/// The indexable value of a field: `None` for null, an error for a kind of value the index
+/// does not take (never dropped silently).
+pub fn field_value(f: &Field) -> Result<Option<Value>, String> {
+    Ok(Some(match f {
+        Field::Null => return Ok(None),
         Field::Str(s) => Value::Str(s.clone()),
         Field::Bytes(b) => Value::Bytes(b.data().to_vec()),
         Field::Byte(v) => Value::Int(*v as i64),
@@ -187,14 +194,19 @@ pub fn field_value(f: &Field) -> Option<Value> {
         Field::TimeMicros(v) | Field::TimestampMillis(v) | Field::TimestampMicros(v) => {
             Value::Int(*v)
         }
-        _ => return None,
-    })
+        other => {
+            return Err(format!(
+                "a value {other} of a kind the index does not take (strings, binary and integers)"
+            ))
+        }
+    }))
 }
 
-fn column_value(row: &Row, column: &str) -> Option<Value> {
-    row.get_column_iter()
-        .find(|(n, _)| n.as_str() == column)
-        .and_then(|(_, f)| field_value(f))
+fn column_value(row: &Row, column: &str) -> Result<Option<Value>, String> {
+    match row.get_column_iter().find(|(n, _)| n.as_str() == column) {
+        Some((_, f)) => field_value(f),
+        None => Ok(None),
+    }
 }
 
 /// Partition id of a file (path relative to the directory) or of one of its row groups.
@@ -382,7 +394,10 @@ pub fn index_dir(
             for it in rows {
                 for row in it {
                     let row = row.map_err(read_err)?;
-                    if let Some(v) = column_value(&row, &o.column) {
+                    let value = column_value(&row, &o.column).map_err(|why| {
+                        format!("column {:?} of {}: {why}", o.column, f.display())
+                    })?;
+                    if let Some(v) = value {
                         hashes.push(v.hash());
                     }
                 }
@@ -463,7 +478,10 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
          -> Result<(), String> {
             for (i, row) in it.enumerate() {
                 let row = row.map_err(read_err)?;
-                if column_value(&row, &meta.column).as_ref() == Some(&v) {
+                let value = column_value(&row, &meta.column).map_err(|why| {
+                    format!("column {:?} of {}: {why}", meta.column, path.display())
+                })?;
+                if value.as_ref() == Some(&v) {
                     rows.push(FoundRow {
                         file: file.to_string(),
                         row: first + i as u64,

@@ -5,21 +5,14 @@ import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.cassandra.views.NeedleViews;
 import java.util.Collection;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
-import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.ReadCommand;
 import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.WriteContext;
-import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.db.lifecycle.LifecycleNewTracker;
-import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionUpdate;
-import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.IndexRegistry;
 import org.apache.cassandra.index.SecondaryIndexBuilder;
@@ -29,10 +22,8 @@ import org.apache.cassandra.io.sstable.Component;
 import org.apache.cassandra.io.sstable.Descriptor;
 import org.apache.cassandra.io.sstable.SSTableFlushObserver;
 import org.apache.cassandra.io.sstable.format.SSTableReader;
-import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.service.ClientState;
 
 /**
  * The Needle storage filter, as a Cassandra custom index on a whole table:
@@ -51,9 +42,8 @@ import org.apache.cassandra.service.ClientState;
  * and deletion carry it), and has Cassandra build the component for SSTables that arrive without
  * one. {@code nodetool rebuild_index} reads every SSTable again.
  */
-public final class NeedleIndex implements Index {
+public final class NeedleIndex extends WriteObserverIndex {
     private final ColumnFamilyStore baseCfs;
-    private volatile IndexMetadata metadata;
     private final StorageFilter filter;
     private final Group.Key groupKey = new Group.Key(this);
     private final IndexBuildingSupport building = new IndexBuildingSupport() {
@@ -65,8 +55,8 @@ public final class NeedleIndex implements Index {
     };
 
     public NeedleIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata) {
+        super(metadata);
         this.baseCfs = baseCfs;
-        this.metadata = metadata;
         this.filter = new StorageFilter(baseCfs, NeedleOptions.parse(metadata.options), metadata.name);
         NeedleViews.register();
     }
@@ -95,17 +85,6 @@ public final class NeedleIndex implements Index {
     }
 
     @Override
-    public IndexMetadata getIndexMetadata() {
-        return metadata;
-    }
-
-    @Override
-    public Callable<?> getMetadataReloadTask(IndexMetadata indexMetadata) {
-        this.metadata = indexMetadata;
-        return null;
-    }
-
-    @Override
     public void register(IndexRegistry registry) {
         registry.registerIndex(this, groupKey, () -> new NeedleIndexGroup(this));
         filter.registered();
@@ -118,11 +97,6 @@ public final class NeedleIndex implements Index {
         NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
         NeedleRegistry.remove(baseCfs.metadata().id, filter);
         registry.unregisterIndex(this, groupKey);
-    }
-
-    @Override
-    public Optional<ColumnFamilyStore> getBackingTable() {
-        return Optional.empty();
     }
 
     @Override
@@ -178,36 +152,6 @@ public final class NeedleIndex implements Index {
     }
 
     @Override
-    public boolean dependsOn(ColumnMetadata column) {
-        return false;
-    }
-
-    @Override
-    public boolean supportsExpression(ColumnMetadata column, Operator operator) {
-        return false;
-    }
-
-    @Override
-    public AbstractType<?> customExpressionValueType() {
-        return null;
-    }
-
-    @Override
-    public RowFilter getPostIndexQueryFilter(RowFilter filter) {
-        return filter;
-    }
-
-    @Override
-    public long getEstimatedResultRows() {
-        return 0;
-    }
-
-    @Override
-    public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {
-        // every write is accepted: Needle only observes
-    }
-
-    @Override
     public Indexer indexerFor(
             DecoratedKey key,
             RegularAndStaticColumns columns,
@@ -217,11 +161,6 @@ public final class NeedleIndex implements Index {
             Memtable memtable) {
         // Only writes change what is live; compaction and cleanup are seen through their SSTables.
         return transactionType == IndexTransaction.Type.UPDATE ? filter.indexer(key, memtable, nowInSec) : null;
-    }
-
-    @Override
-    public Searcher searcherFor(ReadCommand command) {
-        return null;
     }
 
     /**

@@ -1,30 +1,23 @@
 package dev.needle.cassandra.node;
 
+import dev.needle.cassandra.WriteObserverIndex;
 import java.nio.ByteBuffer;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.cassandra.cql3.ColumnIdentifier;
-import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.ReadCommand;
 import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.WriteContext;
-import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.exceptions.InvalidRequestException;
-import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.service.ClientState;
 import org.apache.cassandra.utils.NoSpamLogger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,16 +29,15 @@ import org.slf4j.LoggerFactory;
  * answers no query. Nothing here may fail the write: a row it cannot read is logged and dropped
  * (a copy that misses it asks for a snapshot).
  */
-public final class SyncIndex implements Index {
+public final class SyncIndex extends WriteObserverIndex {
     private static final Logger logger = LoggerFactory.getLogger(SyncIndex.class);
     private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, java.util.concurrent.TimeUnit.MINUTES);
 
     private final ColumnFamilyStore baseCfs;
-    private IndexMetadata metadata;
 
     public SyncIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata) {
+        super(metadata);
         this.baseCfs = baseCfs;
-        this.metadata = metadata;
     }
 
     /** A row of a sync table, read by column name. */
@@ -145,24 +137,8 @@ public final class SyncIndex implements Index {
     }
 
     @Override
-    public IndexMetadata getIndexMetadata() {
-        return metadata;
-    }
-
-    @Override
-    public Callable<?> getMetadataReloadTask(IndexMetadata indexMetadata) {
-        this.metadata = indexMetadata;
-        return null;
-    }
-
-    @Override
     public void register(org.apache.cassandra.index.IndexRegistry registry) {
         registry.registerIndex(this);
-    }
-
-    @Override
-    public Optional<ColumnFamilyStore> getBackingTable() {
-        return Optional.empty();
     }
 
     @Override
@@ -183,38 +159,5 @@ public final class SyncIndex implements Index {
     @Override
     public boolean shouldBuildBlocking() {
         return false;
-    }
-
-    @Override
-    public boolean dependsOn(ColumnMetadata column) {
-        return false;
-    }
-
-    @Override
-    public boolean supportsExpression(ColumnMetadata column, Operator operator) {
-        return false;
-    }
-
-    @Override
-    public AbstractType<?> customExpressionValueType() {
-        return null;
-    }
-
-    @Override
-    public RowFilter getPostIndexQueryFilter(RowFilter filter) {
-        return filter;
-    }
-
-    @Override
-    public long getEstimatedResultRows() {
-        return 0;
-    }
-
-    @Override
-    public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {}
-
-    @Override
-    public Searcher searcherFor(ReadCommand command) {
-        return null;
     }
 }

@@ -1,0 +1,79 @@
+package dev.needle.cassandra;
+
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import org.apache.cassandra.cql3.Operator;
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.ReadCommand;
+import org.apache.cassandra.db.filter.RowFilter;
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.apache.cassandra.index.Index;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.IndexMetadata;
+import org.apache.cassandra.service.ClientState;
+
+/**
+ * What Needle's custom indexes share: they watch the writes of a table and answer no query, have
+ * no backing table, depend on no column and accept every write. Subclasses say what they do with
+ * the writes ({@link Index#indexerFor}) and how they are built.
+ */
+public abstract class WriteObserverIndex implements Index {
+    private volatile IndexMetadata metadata;
+
+    protected WriteObserverIndex(IndexMetadata metadata) {
+        this.metadata = metadata;
+    }
+
+    @Override
+    public IndexMetadata getIndexMetadata() {
+        return metadata;
+    }
+
+    /** Options cannot change without a new index: only the metadata object is replaced. */
+    @Override
+    public Callable<?> getMetadataReloadTask(IndexMetadata indexMetadata) {
+        this.metadata = indexMetadata;
+        return null;
+    }
+
+    @Override
+    public Optional<ColumnFamilyStore> getBackingTable() {
+        return Optional.empty();
+    }
+
+    @Override
+    public boolean dependsOn(ColumnMetadata column) {
+        return false;
+    }
+
+    @Override
+    public boolean supportsExpression(ColumnMetadata column, Operator operator) {
+        return false;
+    }
+
+    @Override
+    public AbstractType<?> customExpressionValueType() {
+        return null;
+    }
+
+    @Override
+    public RowFilter getPostIndexQueryFilter(RowFilter filter) {
+        return filter;
+    }
+
+    @Override
+    public long getEstimatedResultRows() {
+        return 0;
+    }
+
+    /** Every write is accepted: the index only observes. */
+    @Override
+    public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {}
+
+    @Override
+    public Searcher searcherFor(ReadCommand command) {
+        return null;
+    }
+}
