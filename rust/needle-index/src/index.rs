@@ -1,7 +1,8 @@
 //! The index: snapshot management, write path (WAL, memtable, flush), merge, recovery, queries.
 
-use crate::error::{sync_dir, Error, Result};
+use crate::error::{Error, Result};
 use crate::filter::PartitionFilter;
+use crate::fsutil::sync_dir;
 use crate::hash::{Probe, Value};
 use crate::manifest::{ManSeg, Manifest, MANIFEST};
 use crate::scan::ScanImpl;

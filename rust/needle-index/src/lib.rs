@@ -21,8 +21,10 @@
 //! # Ok::<(), needle_index::Error>(())
 //! ```
 
+mod codec;
 mod error;
 pub mod filter;
+mod fsutil;
 pub mod hash;
 mod index;
 mod manifest;

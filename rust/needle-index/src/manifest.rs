@@ -1,7 +1,9 @@
 //! The manifest: which segments make up the index, the deletes and removals applied to
 //! them, and where WAL replay starts. Replaced atomically (temp file, fsync, rename, fsync dir).
 
-use crate::error::{sync_dir, Dec, Enc, Error, Result};
+use crate::codec::{Dec, Enc};
+use crate::error::{Error, Result};
+use crate::fsutil::sync_dir;
 use std::io::Write;
 use std::path::Path;
 

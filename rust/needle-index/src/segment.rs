@@ -6,7 +6,8 @@
 //! followed by the CRC32C of (bucket number, row). A query reads one row per candidate
 //! bucket: two contiguous reads, each carrying its own checksum.
 
-use crate::error::{Dec, Enc, Error, Result};
+use crate::codec::{Dec, Enc};
+use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::FileExt;

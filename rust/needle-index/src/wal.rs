@@ -4,7 +4,9 @@
 //! `[len u32][crc32c(len) u32][crc32c(payload) u32][payload]`. A crash can leave only the
 //! last record incomplete (a torn tail); recovery truncates it. Any other damage is an error.
 
-use crate::error::{sync_dir, Dec, Enc, Error, Result};
+use crate::codec::{Dec, Enc};
+use crate::error::{Error, Result};
+use crate::fsutil::sync_dir;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  *   <li>fail-safe: a copy whose owner's sync rows are lost stops being trusted within S, and
  *       catches up from a snapshot once they flow again; a killed owner's copy stops being trusted within S (its reads fail as stock's
  *       do, none is answered empty), and after its restart skipping resumes with its new epoch;</li>
- *   <li>TRUNCATE, and the index dropped and created again;</li>
+ *   <li>TRUNCATE; the index dropped and created again; the table dropped and created again;</li>
  *   <li>every candidate: with RF 2, a replica that missed a delete holds the key live, and no
  *       coordinator skips it at ONE, whichever replica the snitch would pick; once repair streams
  *       the tombstone to it, the key is skipped;</li>
@@ -330,8 +330,8 @@ class NodeFilterIT {
 
     /**
      * TRUNCATE: every owner starts a new epoch from what is left, and keys written afterwards are
-     * read back through other coordinators once S has passed. Then the index is dropped and
-     * created again: the new index publishes from scratch, and skipping resumes.
+     * read back through other coordinators once S has passed. Then the index, and then the table,
+     * are dropped and created again: each new one publishes from scratch, and skipping resumes.
      */
     private static void truncateAndRecreate(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2)
             throws Exception {
@@ -356,6 +356,22 @@ class NodeFilterIT {
         assertTrue(
                 skips > 100,
                 "after re-creating the index, " + skips + " of about 200 remote reads of truncated keys skipped");
+        // The table itself dropped and created again (a new table id): nothing of the old one is used.
+        t.schema(s1, "DROP TABLE %s");
+        t.schema(s1, "CREATE TABLE %s (pk int, c int, v text, PRIMARY KEY (pk, c))");
+        s1.execute("CREATE CUSTOM INDEX needle_idx ON ks1.needle () USING 'dev.needle.cassandra.NeedleIndex'"
+                + " WITH OPTIONS = " + INDEX_OPTIONS);
+        for (int pk = 0; pk < 600; pk += 2) {
+            t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 3, 'new table')", pk);
+        }
+        awaitTrustedCopies(s1, "ks1", "needle", 2);
+        Thread.sleep(STALENESS_MILLIS + 200);
+        long skips1 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        for (int pk = 0; pk < 700; pk++) {
+            t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+        }
+        skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips1;
+        assertTrue(skips > 100, "after re-creating the table, " + skips + " remote reads of absent keys skipped");
     }
 
     /**

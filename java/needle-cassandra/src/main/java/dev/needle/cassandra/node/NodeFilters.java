@@ -85,8 +85,11 @@ public final class NodeFilters {
 
     private final ConcurrentHashMap<String, SnapshotAssembly> assembling = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<NodeCopy, Long> lastRequest = new ConcurrentHashMap<>();
-    /** Keys written through this coordinator lately: read through it, they are never skipped. */
-    final RecentWrites recentWrites = new RecentWrites(20);
+    /**
+     * Keys written through this coordinator lately: read through it, they are never skipped. 2 MiB:
+     * past some 10^5 keys written within S, collisions make more keys look recent (read, never lost).
+     */
+    final RecentWrites recentWrites = new RecentWrites(18);
 
     private final ThreadPoolExecutor receiver = singleThread("needle-node-filter-receiver", RECEIVE_QUEUE);
     /** Snapshot and verification requests to owners, written off the read path. */
