@@ -2,9 +2,9 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use needle_cli::pq::{self, IndexParquetOptions};
-use needle_cli::ValueType;
 use needle_index::{Config, Index, Options, Value};
+use needle_lake::pq::{self, IndexParquetOptions};
+use needle_lake::ValueType;
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;

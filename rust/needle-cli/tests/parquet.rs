@@ -1,7 +1,7 @@
 //! `needle index-parquet` + `needle lookup` on generated Parquet files return exactly the
 //! rows a full scan returns; bad input gets clear errors.
 
-use needle_cli::pq;
+use needle_lake::pq;
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
 use parquet::data_type::{ByteArray, ByteArrayType, FixedLenByteArrayType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;

@@ -1,4 +1,5 @@
-//! Support code of the `needle` command: value parsing and the Parquet front door.
+//! The partition index in the data lake: value parsing, and indexing and looking up Parquet
+//! files, shared by the `needle` command and its front ends.
 
 pub mod pq;
 
