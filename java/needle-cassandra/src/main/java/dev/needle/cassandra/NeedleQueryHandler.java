@@ -34,15 +34,25 @@ import org.apache.cassandra.utils.MD5Digest;
 
 /**
  * Cassandra's query handler with one addition: a single-partition SELECT (or one with an IN list
- * of partition keys) on a table with a Needle index, at consistency ONE or LOCAL_ONE, on a
- * coordinator that is a replica of every key and whose filters say no key holds live data here,
- * is answered empty at once, without reading. Everything else goes to Cassandra unchanged.
+ * of partition keys) on a table with a Needle index is answered empty at once, without reading,
+ * when the filters prove no key holds live data where the read would go:
+ *
+ * <ul>
+ *   <li>at ONE or LOCAL_ONE, on a coordinator that is a replica of every key, by its own storage
+ *       filter (as stock would read from it);
+ *   <li>with node filters on ({@code node_filter}), on any coordinator, at ONE and LOCAL_ONE (and
+ *       QUORUM and LOCAL_QUORUM if the table opts in), when every replica the read could go to
+ *       reports no live data, from this node's filter or a copy younger than the staleness bound
+ *       ({@link NodeFilters#check}).
+ * </ul>
+ *
+ * Everything else goes to Cassandra unchanged; a write through this handler is remembered so that
+ * reads of its keys through this coordinator are not skipped on copies that may not know it yet.
  *
  * <p>Install with {@code -Dcassandra.custom_query_handler_class=dev.needle.cassandra.NeedleQueryHandler}.
  *
- * <p>Above ONE nothing is skipped: another replica may hold data this node missed, and a
- * tombstone here must take part in reconciliation (stock Cassandra could not return "empty"
- * without consulting them).
+ * <p>Without node filters, nothing is skipped above ONE: another replica may hold data this node
+ * missed, and a tombstone here must take part in reconciliation.
  */
 public final class NeedleQueryHandler implements QueryHandler {
     static final String TRACE_SKIPPED = "Needle: partition absent/deleted on this node, read skipped";
