@@ -10,7 +10,7 @@ help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
 	@echo "make demo-filters   the filters alone: three-state answers, Bloom against cuckoo"
 	@echo "make test           run every test of every module"
-	@echo "make test-long      the randomized Cassandra tests at ten times their operations (about two hours)"
+	@echo "make test-long      the randomized Cassandra tests at 10 to 25 times their operations (a few hours)"
 	@echo "make test-differential OPS=N  the differential Cassandra test with N operations"
 	@echo "make build          build the Java modules (skip tests)"
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
@@ -44,7 +44,7 @@ test-rust:
 	cd rust && cargo test --release
 	cd rust && cargo clippy --release --all-targets -- -D warnings
 
-# The randomized Cassandra tests at ten times the operations of `make test` (about two hours):
+# The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against
 # a twin table, and a table of 12,000 SSTables.
 test-long:
@@ -53,8 +53,8 @@ test-long:
 	  -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000 -Dneedle.diff.ops=100000 -Dneedle.diff.ops3=10000 \
 	  -Dneedle.nf.nodes=4 -Dneedle.nf.ops=10000 -Dneedle.it.sstables=12000
 
-# The differential test alone, as long as you like: make test-differential OPS=1000000 (about
-# 24 operations per second on one node on two cores, so a million is an overnight run).
+# The differential test alone, as long as you like: make test-differential OPS=1000000 (25 to 35
+# operations per second on one node on two cores, so a million is an overnight run).
 OPS ?= 100000
 test-differential:
 	cd java && $(MVN) -pl needle-cassandra -am verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \

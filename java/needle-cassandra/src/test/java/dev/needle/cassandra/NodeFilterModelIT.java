@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
  * have reached the copies yet). At each quiescent point (nothing written for longer than S),
  * every key is read through every coordinator at every level, and no read may differ.
  *
- * <p>{@code -Dneedle.nf.nodes} (default 3), {@code -Dneedle.nf.ops} (default 800), {@code
+ * <p>{@code -Dneedle.nf.nodes} (default 3), {@code -Dneedle.nf.ops} (default 400), {@code
  * -Dneedle.it.seed} replays a run.
  */
 class NodeFilterModelIT {
@@ -40,7 +40,7 @@ class NodeFilterModelIT {
     };
 
     private final int nodes = Integer.getInteger("needle.nf.nodes", 3);
-    private final int ops = Integer.getInteger("needle.nf.ops", 800);
+    private final int ops = Integer.getInteger("needle.nf.ops", 400);
     private final long seed = Long.getLong("needle.it.seed", System.nanoTime());
     private final SplittableRandom r = new SplittableRandom(seed);
     private final ArrayDeque<String> recent = new ArrayDeque<>();
@@ -239,7 +239,7 @@ class NodeFilterModelIT {
     private void maintenance(int op) throws Exception {
         String ks = KEYSPACES[r.nextInt(KEYSPACES.length)];
         int n = node();
-        String[] kinds = {"flush", "flush", "compact", "kill"};
+        String[] kinds = {"flush", "flush", "compact", "compact", "kill"};
         String kind = kinds[r.nextInt(kinds.length)];
         note("op " + op + ": " + kind + " " + ks + " on node " + n);
         switch (kind) {

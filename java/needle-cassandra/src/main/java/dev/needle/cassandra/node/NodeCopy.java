@@ -85,8 +85,13 @@ final class NodeCopy {
         }
         applied = seq;
         broken = false;
-        view = new View(filter, epoch, cutMillis);
+        View next = new View(filter, epoch, cutMillis);
+        view = next;
         lastChange = nowMillis;
+        if (epoch > beatEpoch) {
+            beatsAhead.clear(); // of an older epoch
+        }
+        catchUpBeats(next);
         drainPending();
         updateUsable();
     }
@@ -154,7 +159,11 @@ final class NodeCopy {
         }
         applied = b.seqEnd();
         v.freshMillis = Math.max(v.freshMillis, b.cutMillis());
-        // Heartbeats the copy has now reached count as well.
+        catchUpBeats(v);
+    }
+
+    /** Heartbeats the copy has now reached count toward its freshness. */
+    private void catchUpBeats(View v) {
         for (Iterator<Map.Entry<Long, Long>> it =
                         beatsAhead.headMap(applied, true).entrySet().iterator();
                 it.hasNext(); ) {
@@ -198,7 +207,10 @@ final class NodeCopy {
             return true;
         }
         TreeMap<Long, OwnerFilter.Batch> mine = pending.get(v.epoch);
-        return mine != null && !mine.isEmpty(); // a gap: batches wait for one that did not come
+        // A gap: batches wait for one that did not come, or heartbeats say the owner is further on
+        // than any batch that came (the last batches were lost). The caller gives the missing
+        // batches time to arrive before it asks.
+        return (mine != null && !mine.isEmpty()) || !beatsAhead.isEmpty();
     }
 
     /** When the copy last changed (snapshot or batch applied), local clock. */

@@ -182,4 +182,25 @@ class NodeCopyTest {
         assertEquals(s2.epoch(), copy.view().epoch);
         assertTrue(copy.view().usable);
     }
+
+    /** The last batches lost, nothing after them but heartbeats: the copy asks for a snapshot, and the snapshot settles it. */
+    @Test
+    void heartbeatsAheadOfEveryBatchMeanAGap() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        assertFalse(copy.needsSnapshot());
+        owner.publish(9);
+        owner.drain(); // lost
+        OwnerFilter.Position p = owner.position();
+        copy.heartbeat(p.epoch(), p.seq(), p.atMillis(), true);
+        assertTrue(copy.needsSnapshot(), "the owner is further on than any batch that came");
+        OwnerFilter.Snapshot again = owner.snapshot(false);
+        copy.snapshot(again.epoch(), again.seq(), again.cutMillis(), filterOf(again.hashes()), 1);
+        assertFalse(copy.needsSnapshot(), "still asking after the snapshot");
+        assertTrue(copy.view().trusted(p.atMillis(), 1_000), "the heartbeat counts once the snapshot covers it");
+        assertTrue(copy.view().filter.mightContainHash(9));
+    }
 }
