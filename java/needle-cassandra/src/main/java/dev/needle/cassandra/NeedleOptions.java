@@ -134,12 +134,19 @@ public final class NeedleOptions {
 
     /** The options Needle does not know, for Cassandra's {@code validateOptions} contract. */
     static Map<String, String> unknown(Map<String, String> options) {
+        return unknownBeyond(options, FILTER, FP_RATE, NODE_FILTER, STALENESS);
+    }
+
+    /**
+     * The options of an index that are neither Cassandra's own ({@code class_name}, {@code target})
+     * nor among {@code known}: what its {@code validateOptions} returns.
+     */
+    public static Map<String, String> unknownBeyond(Map<String, String> options, String... known) {
         Map<String, String> unknown = new HashMap<>(options);
-        unknown.remove(FILTER);
-        unknown.remove(FP_RATE);
-        unknown.remove(NODE_FILTER);
-        unknown.remove(STALENESS);
         for (String k : CASSANDRA_KEYS) {
+            unknown.remove(k);
+        }
+        for (String k : known) {
             unknown.remove(k);
         }
         return unknown;

@@ -45,11 +45,8 @@ class OperationsIT {
 
     @AfterAll
     static void down() {
-        if (session != null) {
-            session.close();
-        }
         if (cluster != null) {
-            cluster.close();
+            cluster.close(); // and the sessions it opened
         }
     }
 

@@ -34,11 +34,8 @@ class SSTableSwapIT {
 
     @AfterAll
     static void down() {
-        if (session != null) {
-            session.close();
-        }
         if (cluster != null) {
-            cluster.close();
+            cluster.close(); // and the sessions it opened
         }
     }
 

@@ -35,11 +35,8 @@ class SkipReadIT {
 
     @AfterAll
     static void down() {
-        if (session != null) {
-            session.close();
-        }
         if (cluster != null) {
-            cluster.close();
+            cluster.close(); // and the sessions it opened
         }
     }
 

@@ -31,11 +31,8 @@ class TimeAndTruncateIT {
 
     @AfterAll
     static void down() {
-        if (session != null) {
-            session.close();
-        }
         if (cluster != null) {
-            cluster.close();
+            cluster.close(); // and the sessions it opened
         }
     }
 

@@ -29,6 +29,9 @@ public final class LocalCluster implements AutoCloseable {
     private final Path tool;
     private final Path dir;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Every session handed out, closed with the cluster (closing one twice is harmless). */
+    private final List<CqlSession> sessions = new java.util.concurrent.CopyOnWriteArrayList<>();
+
     private volatile int nodes;
 
     private LocalCluster(Path tool, Path dir, int nodes) {
@@ -231,11 +234,14 @@ public final class LocalCluster implements AutoCloseable {
             b = b.withClass(DefaultDriverOption.LOAD_BALANCING_POLICY_CLASS, FixedNodePolicy.class)
                     .withString(FixedNodePolicy.NODE_OPTION, "127.0.0." + node);
         }
-        return CqlSession.builder()
+        CqlSession session = CqlSession.builder()
                 .addContactPoint(new InetSocketAddress("127.0.0." + node, 9042))
                 .withLocalDatacenter("datacenter1")
                 .withConfigLoader(b.build())
                 .build();
+        sessions.removeIf(CqlSession::isClosed); // tests that restart nodes open many
+        sessions.add(session);
+        return session;
     }
 
     /** A Needle metric of a table on one node, over JMX (a counter's count or a gauge's value). */
@@ -396,12 +402,20 @@ public final class LocalCluster implements AutoCloseable {
 
     /**
      * Takes every node down and removes the folder (kept, with the nodes stopped, when the system
-     * property {@code needle.keep_cluster} is true); only the first call does anything.
+     * property {@code needle.keep_cluster} is true), after closing every session it handed out;
+     * only the first call does anything.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
+        }
+        for (CqlSession session : sessions) {
+            try {
+                session.close();
+            } catch (RuntimeException e) {
+                System.err.println("closing a driver session failed: " + e.getMessage());
+            }
         }
         try {
             if (Boolean.getBoolean("needle.keep_cluster")) {

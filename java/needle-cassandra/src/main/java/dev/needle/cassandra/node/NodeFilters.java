@@ -292,7 +292,7 @@ public final class NodeFilters {
                 if (!local.isReady()) {
                     return answer(Verdict.NOT_READY, explain, "this node's filter is not ready");
                 }
-                KeyState s = local.lookup(key, token, nowInSec);
+                KeyState s = local.lookup(key, hash, token, nowInSec);
                 selfLive |= s == KeyState.LIVE;
                 if (detail != null) {
                     detail.append(r.endpoint()).append(" (this node): ").append(s);

@@ -1,6 +1,7 @@
 package dev.needle.cassandra.node;
 
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
@@ -25,6 +26,9 @@ final class OwnerFilter {
 
     private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
     private final LongSet[] published = new LongSet[STRIPES];
+    /** The size of the published set, kept beside it so that reading it takes no lock. */
+    private final AtomicInteger publishedCount = new AtomicInteger();
+
     private final Object sequencer = new Object();
 
     // Guarded by sequencer.
@@ -71,6 +75,7 @@ final class OwnerFilter {
             for (LongSet set : published) {
                 set.clear();
             }
+            publishedCount.set(0);
             synchronized (sequencer) {
                 // Epochs only grow, also across restarts (the clock moves on): a copy tells a late
                 // message of an old epoch from the start of a new one.
@@ -101,18 +106,46 @@ final class OwnerFilter {
      * so two decisions for a key never interleave. Returns whether a change was queued.
      */
     boolean decide(long hash, BooleanSupplier live) {
+        return decide(hash, live, true);
+    }
+
+    /**
+     * Publishes a key known to be live: written with live data here, or arriving in an SSTable
+     * that did not come through the write path (streaming, import). Returns whether a change was
+     * queued.
+     */
+    boolean publish(long hash) {
+        return decide(hash, () -> true, true);
+    }
+
+    /**
+     * Withdraws a published key if {@code live} says it no longer is; a key not published is left
+     * alone without asking (nothing that can only end liveness makes it live). Returns whether a
+     * change was queued.
+     */
+    boolean retract(long hash, BooleanSupplier live) {
+        return decide(hash, live, false);
+    }
+
+    private boolean decide(long hash, BooleanSupplier live, boolean mayAdd) {
         int s = stripe(hash);
         locks[s].lock();
         try {
-            boolean isLive = live.getAsBoolean();
             LongSet set = published[s];
-            if (isLive && !set.contains(hash)) {
+            boolean was = set.contains(hash);
+            if (!was && !mayAdd) {
+                return false;
+            }
+            boolean isLive = live.getAsBoolean();
+            if (isLive && !was) {
                 set.add(hash);
+                publishedCount.incrementAndGet();
                 enqueue(hash, false);
                 return true;
             }
-            if (!isLive && set.contains(hash)) {
+            if (!isLive && was) {
                 set.remove(hash);
+                publishedCount.decrementAndGet();
                 enqueue(hash, true);
                 return true;
             }
@@ -120,11 +153,6 @@ final class OwnerFilter {
         } finally {
             locks[s].unlock();
         }
-    }
-
-    /** Publishes a key known to be live, for keys arriving outside the write path (streaming, import). */
-    boolean publish(long hash) {
-        return decide(hash, () -> true);
     }
 
     boolean isPublished(long hash) {
@@ -233,16 +261,8 @@ final class OwnerFilter {
         }
     }
 
+    /** How many keys are published: read without a lock, for gauges and the publisher's loop. */
     int publishedCount() {
-        int n = 0;
-        for (int i = 0; i < STRIPES; i++) {
-            locks[i].lock();
-            try {
-                n += published[i].size();
-            } finally {
-                locks[i].unlock();
-            }
-        }
-        return n;
+        return publishedCount.get();
     }
 }

@@ -82,13 +82,20 @@ final class OwnerTable implements KeyEvents {
     }
 
     @Override
-    public void written(ByteBuffer key, long hash) {
-        filter.decide(hash, () -> live(key, FBUtilities.nowInSeconds()));
+    public void written(ByteBuffer key, long hash, boolean withLiveData) {
+        // A write with live data makes the key live (or, behind a newer deletion, a false
+        // positive, which costs a read): no lookup on the write path. Only a write that can end
+        // liveness (a deletion) looks the key up, and only if it is published.
+        if (withLiveData) {
+            filter.publish(hash);
+        } else {
+            filter.retract(hash, () -> live(key, FBUtilities.nowInSeconds()));
+        }
     }
 
     @Override
     public void provenDead(ByteBuffer key, long hash) {
-        filter.decide(hash, () -> live(key, FBUtilities.nowInSeconds()));
+        filter.retract(hash, () -> live(key, FBUtilities.nowInSeconds()));
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.needle.cassandra.node;
 
+import dev.needle.cassandra.NeedleOptions;
 import dev.needle.cassandra.WriteObserverIndex;
 import java.nio.ByteBuffer;
 import java.util.Map;
@@ -125,10 +126,7 @@ public final class SyncIndex extends WriteObserverIndex {
             throw new org.apache.cassandra.exceptions.ConfigurationException(
                     SyncIndex.class.getSimpleName() + " belongs on the tables of " + SyncKeyspace.NAME + " only");
         }
-        Map<String, String> unknown = new java.util.HashMap<>(options);
-        unknown.remove("class_name");
-        unknown.remove("target");
-        return unknown;
+        return NeedleOptions.unknownBeyond(options);
     }
 
     @Override

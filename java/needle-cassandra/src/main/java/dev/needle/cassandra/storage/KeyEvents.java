@@ -8,8 +8,12 @@ import java.nio.ByteBuffer;
  * threads (the write path among them): implementations must be quick and must not throw.
  */
 public interface KeyEvents {
-    /** A write of this key was recorded in a memtable, before the write is acknowledged. */
-    void written(ByteBuffer key, long hash);
+    /**
+     * A write of this key was recorded in a memtable, before the write is acknowledged; {@code
+     * withLiveData} when it holds data that is live at its own time (an insert or update, not
+     * only deletions or expired cells).
+     */
+    void written(ByteBuffer key, long hash, boolean withLiveData);
 
     /** A feedback read proved that this key holds no live data here. */
     void provenDead(ByteBuffer key, long hash);

@@ -110,7 +110,11 @@ public final class StorageFilter {
      * @param token the key's token, or null
      */
     public KeyState lookup(ByteBuffer key, Token token, long nowInSec) {
-        long hash = Keys.hash(key);
+        return lookup(key, Keys.hash(key), token, nowInSec);
+    }
+
+    /** {@link #lookup(ByteBuffer, Token, long)} for a caller that has hashed the key already (with {@code Hashing.hash}). */
+    public KeyState lookup(ByteBuffer key, long hash, Token token, long nowInSec) {
         KeyState s = view.lookup(key, hash, token, nowInSec, options.tracksDeletions());
         if (s == KeyState.LIVE && options.tracksDeletions() && feedback.provenDead(key, hash, nowInSec)) {
             return KeyState.DELETED;

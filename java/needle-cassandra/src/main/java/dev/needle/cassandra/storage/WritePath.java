@@ -49,6 +49,8 @@ final class WritePath {
         private final int stripe;
         private final long nowInSec;
         private MemtableKeys.Entry entry;
+        /** The update holds data live at its time: the node filter publishes the key without a lookup. */
+        private boolean withLiveData;
 
         Recorder(MemtableKeys keys, ByteBuffer key, long hash, long nowInSec) {
             this.keys = keys;
@@ -106,6 +108,7 @@ final class WritePath {
                 long ts = Liveness.liveTimestamp(row, nowInSec, floor);
                 if (ts != Long.MIN_VALUE) {
                     entry().live(ts);
+                    withLiveData = true;
                 }
                 if (floor.value() != Long.MIN_VALUE) {
                     keys.expiredDataWritten(floor.value());
@@ -121,7 +124,7 @@ final class WritePath {
             KeyEvents events = filter.events();
             if (events != null) {
                 try {
-                    events.written(key, hash);
+                    events.written(key, hash, withLiveData);
                 } catch (Throwable t) {
                     filter.eventFailed(t);
                 }
