@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long test-differential demo demo-filters test-java test-python test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
+.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -28,10 +28,23 @@ test-java:
 # The cluster tool's tests (they start real nodes) and the result summaries' tests; ruff checks
 # the style (pinned in requirements-lint.txt, installed once into a private virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
-test-python: $(LINT_VENV)/requirements-lint.txt
-	$(LINT_VENV)/bin/ruff check deploy bench/plot
-	$(LINT_VENV)/bin/ruff format --check deploy bench/plot
+test-python: $(LINT_VENV)/requirements-lint.txt python-package
+	$(LINT_VENV)/bin/ruff check deploy bench/plot python
+	$(LINT_VENV)/bin/ruff format --check deploy bench/plot python
 	$(PYTHON) -m pytest -q deploy/tests bench/plot
+	$(PY_VENV)/bin/python -m pytest -q python/tests
+
+# The Python package (python/, built from source by pip through maturin) in a private virtualenv
+# with its pinned test dependencies: `pip install ./python` is what a user runs.
+PY_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-python
+python-package: $(PY_VENV)/requirements-test.txt
+	PATH="$(PY_VENV)/bin:$$PATH" $(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation ./python
+
+$(PY_VENV)/requirements-test.txt: python/requirements-test.txt
+	rm -rf $(PY_VENV)
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements-test.txt
+	cp python/requirements-test.txt $@
 
 $(LINT_VENV)/requirements-lint.txt: requirements-lint.txt
 	rm -rf $(LINT_VENV)
@@ -43,6 +56,7 @@ test-rust:
 	cd rust && cargo fmt --all -- --check
 	cd rust && cargo test --release
 	cd rust && cargo clippy --release --all-targets -- -D warnings
+	cd rust && cargo clippy --release -p needle-python -- -D warnings
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against

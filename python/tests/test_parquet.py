@@ -1,0 +1,170 @@
+"""Indexing real Parquet files (written by pyarrow) and looking rows up, against full scans."""
+
+import datetime as dt
+import decimal
+import os
+import random
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import needle
+
+CODECS = ["snappy", "zstd", "gzip", "lz4", "brotli", "none"]
+
+
+def write_files(directory, column_type, make_value, *, files=6, rows=400, row_group_size=100, seed=1):
+    """Files of ``rows`` rows each; ``make_value(rnd)`` gives the key column's values (None: null)."""
+    rnd = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        keys = [make_value(rnd) for _ in range(rows)]
+        table = pa.table(
+            {"key": pa.array(keys, type=column_type), "payload": pa.array([f"file{f}-row{r}" for r in range(rows)])}
+        )
+        pq.write_table(
+            table,
+            directory / f"part-{f:03}.parquet",
+            compression=CODECS[f % len(CODECS)],
+            row_group_size=row_group_size,
+            use_dictionary=f % 2 == 0,
+        )
+
+
+def files_holding(directory, value):
+    """Ground truth: the files whose key column holds ``value``, by a full scan in DuckDB."""
+    rows = duckdb.sql(
+        f"SELECT DISTINCT filename FROM read_parquet('{directory}/*.parquet', filename = true) WHERE key = $v",
+        params={"v": value},
+    ).fetchall()
+    return {os.path.basename(r[0]) for r in rows}
+
+
+def full_scan(directory, value):
+    t = pa.concat_tables(pq.read_table(p) for p in sorted(directory.glob("*.parquet")))
+    return t.filter(pc.equal(t["key"], pa.scalar(value, type=t.schema.field("key").type)))
+
+
+def sort_rows(table):
+    return sorted(zip(*(table[c].to_pylist() for c in table.column_names), strict=True), key=repr)
+
+
+def unicode_text(rnd):
+    return rnd.choice(["", "é", "ß", "日本", "🧵", "a"]) + str(rnd.randrange(3000))
+
+
+TYPES = {
+    "int64": (pa.int64(), lambda r: r.randrange(-(2**40), 2**40) if r.random() > 0.05 else None),
+    "int32": (pa.int32(), lambda r: r.randrange(-5000, 5000)),
+    "string": (pa.string(), lambda r: unicode_text(r) if r.random() > 0.05 else None),
+    "binary": (pa.binary(), lambda r: bytes([r.randrange(256) for _ in range(r.randrange(0, 4))])),
+    "date": (pa.date32(), lambda r: dt.date(2020, 1, 1) + dt.timedelta(days=r.randrange(2000))),
+    "timestamp": (
+        pa.timestamp("us"),
+        lambda r: dt.datetime(2024, 1, 1) + dt.timedelta(microseconds=r.randrange(10**12)),
+    ),
+    "timestamp_ms": (
+        pa.timestamp("ms"),
+        lambda r: dt.datetime(2024, 1, 1) + dt.timedelta(milliseconds=r.randrange(10**9)),
+    ),
+}
+
+
+@pytest.mark.parametrize("row_groups", [False, True])
+@pytest.mark.parametrize("kind", sorted(TYPES))
+def test_no_false_negative_and_lookup_equals_a_full_scan(tmp_path, kind, row_groups):
+    column_type, make = TYPES[kind]
+    lake = tmp_path / "lake"
+    write_files(lake, column_type, make)
+    report = needle.index_parquet(lake, "key", row_groups=row_groups)
+    assert report["added"] == (6 * 4 if row_groups else 6)
+    every = pa.concat_tables(pq.read_table(p) for p in sorted(lake.glob("*.parquet")))["key"].to_pylist()
+    present = [v for v in dict.fromkeys(every) if v is not None]
+    rnd = random.Random(3)
+    for value in rnd.sample(present, 25):
+        found = {c.path.name for c in needle.candidate_files(lake, value)}
+        assert files_holding(lake, value) <= found, value
+        assert sort_rows(needle.lookup(lake, value)) == sort_rows(full_scan(lake, value))
+    # A value no file holds: an empty table with the files' columns.
+    absent = make(random.Random(999))
+    while absent in present or absent is None:
+        absent = make(rnd)
+    empty = needle.lookup(lake, absent)
+    assert empty.num_rows == 0 and empty.column_names == ["key", "payload"]
+
+
+def test_duckdb_over_the_candidates_equals_duckdb_over_every_file(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.string(), unicode_text, files=8)
+    needle.index_parquet(lake, "key")
+    con = duckdb.connect()
+    values = ["", "日本7", "a12", "é3", "not there"]
+    for v in values:
+        mine = sorted(needle.duckdb_lookup(con, lake, v, select="key, payload").fetchall())
+        theirs = sorted(
+            con.sql(
+                f"SELECT key, payload FROM read_parquet('{lake}/*.parquet') WHERE key = $v", params={"v": v}
+            ).fetchall()
+        )
+        assert mine == theirs, v
+    assert needle.duckdb_lookup(con, lake, "not there").fetchall() == []
+
+
+def test_files_added_and_removed_are_followed(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100_000), files=4)
+    assert needle.index_parquet(lake, "key")["added"] == 4
+    # A new file with a value no other file holds, and one file deleted.
+    pq.write_table(pa.table({"key": pa.array([10**9], pa.int64()), "payload": ["new"]}), lake / "new.parquet")
+    (lake / "part-000.parquet").unlink()
+    progress = []
+    report = needle.index_parquet(lake, "key", progress=lambda done, total, f: progress.append((done, total, f)))
+    assert report == {"added": 1, "removed": 1, "unchanged": 3, "values": 1}
+    assert progress[-1][:2] == (4, 4)
+    assert [c.path.name for c in needle.candidate_files(lake, 10**9)] == ["new.parquet"]
+    assert all(
+        c.path.name != "part-000.parquet" for v in range(0, 100_000, 997) for c in needle.candidate_files(lake, v)
+    )
+
+
+def test_the_value_type_must_match_the_column(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100), files=1)
+    needle.index_parquet(lake, "key")
+    with pytest.raises(TypeError, match="int values"):
+        needle.candidate_files(lake, "12")
+
+
+def test_bad_input_gets_an_error_that_names_the_file(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100), files=2)
+    with pytest.raises(needle.NeedleError, match=r"part-000\.parquet has no column \"nope\" \(columns: key, payload\)"):
+        needle.index_parquet(lake, "nope")
+    (lake / "part-001.parquet").write_bytes(b"PAR1 this is not a parquet file PAR1")
+    with pytest.raises(needle.NeedleError, match=r"part-001\.parquet"):
+        needle.index_parquet(lake, "key")
+    assert not (lake / ".needle-index").exists(), "nothing is written when a file is bad"
+    with pytest.raises(needle.NeedleError, match="not a Parquet index"):
+        needle.candidate_files(lake, 1)
+
+
+def test_decimal_columns_are_refused(tmp_path):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"key": pa.array([decimal.Decimal("1.5")], pa.decimal128(5, 2))}), lake / "d.parquet")
+    with pytest.raises(needle.NeedleError, match="decimal columns are not supported"):
+        needle.index_parquet(lake, "key")
+
+
+def test_a_progress_callback_that_raises_stops_nothing_silently(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100), files=2)
+
+    def boom(done, total, file):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        needle.index_parquet(lake, "key", progress=boom)

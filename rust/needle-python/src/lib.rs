@@ -1,0 +1,339 @@
+//! The native module of the `needle` Python package: the partition index (create, open, add,
+//! remove, candidates) and the indexing of a directory of Parquet files. The Python layer
+//! (`python/needle`) builds row lookups and the DuckDB helper on top of it.
+//!
+//! Long calls release the GIL. Every error of the index or of a Parquet file becomes a
+//! `needle.NeedleError` carrying the same message as the `needle` command prints.
+
+use std::path::PathBuf;
+
+use needle_index::{Config, Index, Options, Value};
+use needle_lake::pq::{self, IndexParquetOptions, ParquetMeta};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
+
+create_exception!(
+    needle,
+    NeedleError,
+    PyException,
+    "An index or a Parquet file could not be read or written; the message says which and why."
+);
+
+fn err(e: impl ToString) -> PyErr {
+    NeedleError::new_err(e.to_string())
+}
+
+/// A Python value as the index hashes it: `int` (64-bit; unsigned values above 2^63 keep
+/// their bits), `str` or `bytes`. Anything else is a `TypeError`.
+fn to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(
+            "bool values are not indexed (format v1 takes integers, strings and bytes)",
+        ));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::Str(s.to_str()?.to_owned()));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Value::Bytes(b.as_bytes().to_vec()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::Int(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::Int(u as i64));
+        }
+        return Err(PyValueError::new_err(format!(
+            "{obj} does not fit in 64 bits"
+        )));
+    }
+    Err(PyTypeError::new_err(format!(
+        "values are int, str or bytes, not {}",
+        obj.get_type().name()?
+    )))
+}
+
+fn to_hashes(values: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    if values.is_instance_of::<PyString>() || values.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "expected an iterable of values, not a single str or bytes",
+        ));
+    }
+    values
+        .try_iter()?
+        .map(|v| Ok(to_value(&v?)?.hash()))
+        .collect()
+}
+
+/// A partition index on disk: which partitions may hold a value.
+#[pyclass(module = "needle._native", name = "PartitionIndex")]
+struct PartitionIndex {
+    inner: Option<Index>,
+    path: PathBuf,
+}
+
+impl PartitionIndex {
+    fn ix(&self) -> PyResult<&Index> {
+        self.inner.as_ref().ok_or_else(|| {
+            PyValueError::new_err(format!("the index {} is closed", self.path.display()))
+        })
+    }
+}
+
+#[pymethods]
+impl PartitionIndex {
+    /// Creates an empty index in `path` (a new or empty directory).
+    #[staticmethod]
+    #[pyo3(signature = (path, *, buckets = 38_000, fingerprint_bits = 16, sync = true))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        buckets: u32,
+        fingerprint_bits: u32,
+        sync: bool,
+    ) -> PyResult<PartitionIndex> {
+        let cfg = Config {
+            buckets,
+            fingerprint_bits,
+        };
+        let opts = Options {
+            sync,
+            ..Options::default()
+        };
+        let p = path.clone();
+        let ix = py.detach(|| Index::create(&p, cfg, opts)).map_err(err)?;
+        Ok(PartitionIndex {
+            inner: Some(ix),
+            path,
+        })
+    }
+
+    /// Opens the index in `path`; with `read_only`, for queries alone (several readers may
+    /// hold it open while no writer does).
+    #[staticmethod]
+    #[pyo3(signature = (path, *, read_only = false))]
+    fn open(py: Python<'_>, path: PathBuf, read_only: bool) -> PyResult<PartitionIndex> {
+        let opts = Options {
+            read_only,
+            ..Options::default()
+        };
+        let p = path.clone();
+        let ix = py.detach(|| Index::open(&p, opts)).map_err(err)?;
+        Ok(PartitionIndex {
+            inner: Some(ix),
+            path,
+        })
+    }
+
+    /// The index's directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Adds `values` to partition `partition_id` (created if new); returns the entry's number.
+    fn add(&self, py: Python<'_>, partition_id: &str, values: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let hashes = to_hashes(values)?;
+        let ix = self.ix()?;
+        py.detach(|| ix.append_hashes(partition_id, &hashes))
+            .map_err(err)
+    }
+
+    /// Deletes `values` from partition `partition_id` (each must have been added).
+    fn delete(
+        &self,
+        py: Python<'_>,
+        partition_id: &str,
+        values: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let hashes = to_hashes(values)?;
+        let ix = self.ix()?;
+        py.detach(|| ix.delete_hashes(partition_id, &hashes))
+            .map_err(err)
+    }
+
+    /// Removes partition `partition_id` and all its values.
+    fn remove(&self, py: Python<'_>, partition_id: &str) -> PyResult<()> {
+        let ix = self.ix()?;
+        py.detach(|| ix.remove_partition(partition_id)).map_err(err)
+    }
+
+    /// The partitions that may hold `value`: never misses one that holds it.
+    fn candidates(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let h = to_value(value)?.hash();
+        let ix = self.ix()?;
+        py.detach(|| ix.query_hash(h)).map_err(err)
+    }
+
+    /// The candidates of each of `values`, from one consistent view of the index.
+    fn candidates_batch(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Vec<String>>> {
+        let hashes = to_hashes(values)?;
+        let ix = self.ix()?;
+        py.detach(|| ix.query_batch(&hashes)).map_err(err)
+    }
+
+    /// Writes the values held in memory to a segment (they are durable in the log already).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let ix = self.ix()?;
+        py.detach(|| ix.flush()).map_err(err)
+    }
+
+    /// Merges all segments into one, reclaiming removed partitions; returns whether it ran.
+    fn merge(&self, py: Python<'_>) -> PyResult<bool> {
+        let ix = self.ix()?;
+        py.detach(|| ix.merge()).map(|r| r.is_some()).map_err(err)
+    }
+
+    /// Summary numbers: buckets, fingerprint_bits, segments, partitions, values, occupancy,
+    /// expected_fpr, bytes_on_disk, ...
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.ix()?.stats();
+        let d = PyDict::new(py);
+        d.set_item("buckets", s.buckets)?;
+        d.set_item("fingerprint_bits", s.fingerprint_bits)?;
+        d.set_item("segments", s.segments)?;
+        d.set_item("memtable_partitions", s.memtable_partitions)?;
+        d.set_item("partitions", s.partitions)?;
+        d.set_item("distinct_ids", s.distinct_ids)?;
+        d.set_item("removed_partitions", s.removed_partitions)?;
+        d.set_item("values", s.values)?;
+        d.set_item("slots", s.slots)?;
+        d.set_item("occupancy", s.occupancy)?;
+        d.set_item("expected_fpr", s.expected_fpr)?;
+        d.set_item("bytes_on_disk", s.bytes_on_disk)?;
+        Ok(d)
+    }
+
+    /// The ids of the live partitions (each once, though every `add` makes an entry of its own).
+    fn partitions(&self) -> PyResult<Vec<String>> {
+        let mut seen = std::collections::HashSet::new();
+        Ok(self
+            .ix()?
+            .partitions()
+            .into_iter()
+            .filter(|p| !p.removed && seen.insert(p.id.clone()))
+            .map(|p| p.id)
+            .collect())
+    }
+
+    /// Closes the index (releases its lock); later calls raise `ValueError`.
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _exc_type: &Bound<'_, PyAny>,
+        _exc: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PartitionIndex({:?}{})",
+            self.path.display(),
+            if self.inner.is_none() { ", closed" } else { "" }
+        )
+    }
+}
+
+/// Indexes every Parquet file under `directory` on `column` (files already indexed are left
+/// alone, partitions of files that are gone are removed). `progress(done, total, file)` is
+/// called after each file. Returns {added, removed, unchanged, values}.
+#[pyfunction]
+#[pyo3(signature = (directory, column, *, row_groups = false, index = None, buckets = None, fingerprint_bits = 16, progress = None))]
+#[allow(clippy::too_many_arguments)]
+fn index_parquet<'py>(
+    py: Python<'py>,
+    directory: PathBuf,
+    column: String,
+    row_groups: bool,
+    index: Option<PathBuf>,
+    buckets: Option<u32>,
+    fingerprint_bits: u32,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let o = IndexParquetOptions {
+        column,
+        row_groups,
+        buckets,
+        fingerprint_bits,
+        index,
+    };
+    let mut callback_error: Option<PyErr> = None;
+    let report = py.detach(|| {
+        pq::index_dir(&directory, &o, |done, total, file| {
+            if let (Some(cb), None) = (&progress, &callback_error) {
+                Python::attach(|py| {
+                    if let Err(e) = cb.call1(py, (done, total, file)) {
+                        callback_error = Some(e);
+                    }
+                });
+            }
+        })
+    });
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    let report = report.map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("added", report.added)?;
+    d.set_item("removed", report.removed)?;
+    d.set_item("unchanged", report.unchanged)?;
+    d.set_item("values", report.values)?;
+    Ok(d)
+}
+
+/// What the index in `index_dir` covers: {column, type ("string", "int" or "binary"),
+/// granularity ("file" or "row-group")}.
+#[pyfunction]
+fn parquet_index_info<'py>(py: Python<'py>, index_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let m = ParquetMeta::load(&index_dir).map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("column", m.column)?;
+    d.set_item("type", m.kind.name())?;
+    d.set_item(
+        "granularity",
+        if m.row_groups { "row-group" } else { "file" },
+    )?;
+    Ok(d)
+}
+
+/// The subdirectory of a Parquet directory that holds its index unless told otherwise.
+#[pyfunction]
+fn default_index_dir(directory: PathBuf) -> PathBuf {
+    directory.join(pq::INDEX_SUBDIR)
+}
+
+/// Splits a partition id of a Parquet index into (file relative to the directory, row group
+/// or None).
+#[pyfunction]
+fn split_partition_id(id: &str) -> (String, Option<usize>) {
+    let (file, rg) = pq::split_id(id);
+    (file.to_string(), rg)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("NeedleError", m.py().get_type::<NeedleError>())?;
+    m.add_class::<PartitionIndex>()?;
+    m.add_function(wrap_pyfunction!(index_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_index_info, m)?)?;
+    m.add_function(wrap_pyfunction!(default_index_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(split_partition_id, m)?)?;
+    Ok(())
+}
