@@ -40,6 +40,17 @@ def index_parquet(
     fingerprint_bits: int = 16,
     progress: Callable[[int, int, str], Any] | None = None,
 ) -> dict[str, int]: ...
+def index_files(
+    directory: str | PathLike[str],
+    files: Iterable[str | PathLike[str]],
+    column: str,
+    *,
+    row_groups: bool = False,
+    index: str | PathLike[str] | None = None,
+    buckets: int | None = None,
+    fingerprint_bits: int = 16,
+    progress: Callable[[int, int, str], Any] | None = None,
+) -> dict[str, int]: ...
 def parquet_index_info(index_dir: str | PathLike[str]) -> dict[str, str]: ...
 def default_index_dir(directory: str | PathLike[str]) -> str: ...
 def split_partition_id(id: str) -> tuple[str, int | None]: ...

@@ -260,16 +260,28 @@ pub struct IndexReport {
 pub fn index_dir(
     dir: &Path,
     o: &IndexParquetOptions,
+    progress: impl FnMut(usize, usize, &str),
+) -> Result<IndexReport, String> {
+    index_files(dir, &parquet_files(dir)?, o, progress)
+}
+
+/// Makes the index of the files under `dir` cover exactly `files` (paths under `dir`, such as
+/// the files live in one version of a table format): files not yet indexed are indexed, and
+/// partitions of files not listed are removed. Every listed file is checked before anything
+/// is written. `progress` is called after each file with (done, total, file).
+pub fn index_files(
+    dir: &Path,
+    files: &[PathBuf],
+    o: &IndexParquetOptions,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport, String> {
-    let files = parquet_files(dir)?;
     let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     // Check the column in every file first: a bad file fails the run before anything is written.
     // Readers are not kept open between the passes: a directory may hold more files than
     // the process may have open.
     let mut sizes: Vec<i64> = Vec::new();
     let mut kind: Option<ValueType> = None;
-    for f in &files {
+    for f in files {
         let r = open_reader(f)?;
         let (_, k) = column_of(&r, f, &o.column)?;
         let md = r.metadata();

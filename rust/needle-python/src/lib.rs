@@ -267,6 +267,7 @@ fn index_parquet<'py>(
     fingerprint_bits: u32,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let files = pq::parquet_files(&directory).map_err(err)?;
     let o = IndexParquetOptions {
         column,
         row_groups,
@@ -274,9 +275,46 @@ fn index_parquet<'py>(
         fingerprint_bits,
         index,
     };
+    sync_files(py, &directory, &files, &o, progress)
+}
+
+/// Makes the index of the Parquet files under `directory` cover exactly `files` (paths under
+/// it, e.g. the files live in one version of a Delta table): new ones are indexed, partitions
+/// of files not listed are removed. Options and result as `index_parquet`.
+#[pyfunction]
+#[pyo3(signature = (directory, files, column, *, row_groups = false, index = None, buckets = None, fingerprint_bits = 16, progress = None))]
+#[allow(clippy::too_many_arguments)]
+fn index_files<'py>(
+    py: Python<'py>,
+    directory: PathBuf,
+    files: Vec<PathBuf>,
+    column: String,
+    row_groups: bool,
+    index: Option<PathBuf>,
+    buckets: Option<u32>,
+    fingerprint_bits: u32,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let o = IndexParquetOptions {
+        column,
+        row_groups,
+        buckets,
+        fingerprint_bits,
+        index,
+    };
+    sync_files(py, &directory, &files, &o, progress)
+}
+
+fn sync_files<'py>(
+    py: Python<'py>,
+    directory: &std::path::Path,
+    files: &[PathBuf],
+    o: &IndexParquetOptions,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let mut callback_error: Option<PyErr> = None;
     let report = py.detach(|| {
-        pq::index_dir(&directory, &o, |done, total, file| {
+        pq::index_files(directory, files, o, |done, total, file| {
             if let (Some(cb), None) = (&progress, &callback_error) {
                 Python::attach(|py| {
                     if let Err(e) = cb.call1(py, (done, total, file)) {
@@ -332,6 +370,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NeedleError", m.py().get_type::<NeedleError>())?;
     m.add_class::<PartitionIndex>()?;
     m.add_function(wrap_pyfunction!(index_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(index_files, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_index_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(split_partition_id, m)?)?;

@@ -125,8 +125,16 @@ class DifferentialIT {
                     for (String ks : KEYSPACES) {
                         createTables(ks);
                     }
+                    long lastReport = System.nanoTime();
                     for (int op = 0; op < ops; op++) {
                         step(op);
+                        if (System.nanoTime() - lastReport > 60e9) { // long runs say how far they are
+                            lastReport = System.nanoTime();
+                            double seconds = (lastReport - t0) / 1e9;
+                            System.out.printf(
+                                    "DifferentialIT: %d of %d operations in %.0f s, %d reads compared, no difference%n",
+                                    op + 1, ops, seconds, compared);
+                        }
                     }
                     for (String ks : KEYSPACES) {
                         for (int pk = 0; pk < KEYS + 20; pk++) {

@@ -1,0 +1,155 @@
+"""A directory of Parquet files: index it, find the candidate files of a value, read the rows."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from needle._common import Candidate, PathLike, concat, index_value, is_temporal, matching_rows, sort_candidates
+from needle._native import NeedleError, PartitionIndex, default_index_dir, parquet_index_info, split_partition_id
+from needle._native import index_parquet as _index_parquet
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow
+
+
+def index_parquet(
+    directory: PathLike,
+    column: str,
+    *,
+    row_groups: bool = False,
+    index: PathLike | None = None,
+    buckets: int | None = None,
+    fingerprint_bits: int = 16,
+    progress: Callable[[int, int, str], Any] | None = None,
+) -> dict[str, int]:
+    """Indexes every Parquet file under ``directory`` on ``column``.
+
+    Run it again after files were added or deleted: new files are indexed, files already
+    indexed are left alone, and the partitions of files that are gone are removed. The index
+    lives in ``directory/.needle-index`` unless ``index`` names another directory.
+
+    Args:
+        directory: the directory of Parquet files (searched recursively, hidden folders skipped).
+        column: the top-level column to index (integers, strings or binary; dates, times and
+            timestamps as their integers).
+        row_groups: one partition per row group instead of one per file.
+        index: where the index lives.
+        buckets: buckets of a new index (default: sized from the median file).
+        fingerprint_bits: 8, 16 or 32 bits per fingerprint of a new index.
+        progress: called as ``progress(done, total, file)`` after each file; an exception it
+            raises is raised again once the run has finished (the index is then complete).
+
+    Returns:
+        ``{"added", "removed", "unchanged", "values"}``.
+
+    Raises:
+        NeedleError: a file cannot be read, lacks the column, or holds values of a type the
+            index does not take; the message names the file, and nothing is written.
+    """
+    return _index_parquet(
+        os.fspath(directory),
+        column,
+        row_groups=row_groups,
+        index=None if index is None else os.fspath(index),
+        buckets=buckets,
+        fingerprint_bits=fingerprint_bits,
+        progress=progress,
+    )
+
+
+def index_dir_of(directory: PathLike, index: PathLike | None) -> Path:
+    """The index directory: ``index`` if given, else ``directory/.needle-index``."""
+    return Path(index) if index is not None else Path(default_index_dir(os.fspath(directory)))
+
+
+def parquet_files(directory: Path) -> list[Path]:
+    """The Parquet files the index of a directory covers: hidden folders skipped."""
+    return sorted(
+        p
+        for p in directory.rglob("*.parquet")
+        if not any(part.startswith(".") for part in p.relative_to(directory).parts[:-1])
+    )
+
+
+def _schema(directory: Path) -> pyarrow.Schema | None:
+    import pyarrow.parquet as pq
+
+    files = parquet_files(directory)
+    return pq.read_schema(files[0]) if files else None
+
+
+def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None = None) -> list[Candidate]:
+    """The files (or row groups) of ``directory`` that may hold ``value`` in the indexed column.
+
+    Never misses one that holds it; a few that do not may be returned (the filters' false
+    positives). ``value`` is an ``int``, ``str`` or ``bytes`` as the column is, or a
+    ``datetime.date``/``datetime``/``time`` for temporal columns.
+    """
+    directory = Path(directory)
+    index_dir = index_dir_of(directory, index)
+    info = parquet_index_info(os.fspath(index_dir))
+    field = None
+    if is_temporal(value):
+        schema = _schema(directory)
+        field = schema.field(info["column"]) if schema is not None and info["column"] in schema.names else None
+    v = index_value(value, info["type"], field)
+    with PartitionIndex.open(os.fspath(index_dir), read_only=True) as ix:
+        ids = ix.candidates(v)
+    out = []
+    for pid in ids:
+        rel, rg = split_partition_id(pid)
+        out.append(Candidate(directory / rel, rg))
+    return sort_candidates(out)
+
+
+def lookup(
+    directory: PathLike,
+    value: Any,
+    *,
+    index: PathLike | None = None,
+    columns: Sequence[str] | None = None,
+) -> pyarrow.Table:
+    """The rows of ``directory`` whose indexed column equals ``value``, read from the candidate
+    files (or row groups) alone, as one ``pyarrow.Table`` (empty, with the files' schema, when
+    there are none)."""
+    directory = Path(directory)
+    column = parquet_index_info(os.fspath(index_dir_of(directory, index)))["column"]
+    parts = matching_rows(candidate_files(directory, value, index=index), column, value, columns)
+    return concat(parts, None if parts else _schema(directory), columns)
+
+
+def _sql_string(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _sql_identifier(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"'
+
+
+def duckdb_lookup(
+    connection: duckdb.DuckDBPyConnection,
+    directory: PathLike,
+    value: Any,
+    *,
+    index: PathLike | None = None,
+    select: str = "*",
+) -> duckdb.DuckDBPyRelation:
+    """The point query ``SELECT <select> WHERE <column> = value`` run by DuckDB over the
+    candidate files alone (DuckDB prunes row groups within them by their statistics)."""
+    directory = Path(directory)
+    column = parquet_index_info(os.fspath(index_dir_of(directory, index)))["column"]
+    files = sorted({str(c.path) for c in candidate_files(directory, value, index=index)})
+    where = f"{_sql_identifier(column)} = $value"
+    if not files:
+        # No candidate: an empty answer with the table's columns.
+        files = [str(p) for p in parquet_files(directory)[:1]]
+        where = "false AND " + where
+        if not files:
+            raise NeedleError(f"{directory} holds no Parquet files")
+    file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
+    query = f"SELECT {select} FROM read_parquet({file_list}, union_by_name = true) WHERE {where}"
+    return connection.sql(query, params={"value": value})
