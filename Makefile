@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-scheme1 cluster clean
+.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -16,6 +16,7 @@ help:
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make bench-partition-index  the partition index against the published numbers"
+	@echo "make bench-data-lake  point lookups in 2,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
 	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
@@ -29,8 +30,8 @@ test-java:
 # the style (pinned in requirements-lint.txt, installed once into a private virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
 test-python: $(LINT_VENV)/requirements-lint.txt python-package
-	$(LINT_VENV)/bin/ruff check deploy bench/plot python
-	$(LINT_VENV)/bin/ruff format --check deploy bench/plot python
+	$(LINT_VENV)/bin/ruff check deploy bench/plot bench/data-lake python
+	$(LINT_VENV)/bin/ruff format --check deploy bench/plot bench/data-lake python
 	$(PYTHON) -m pytest -q deploy/tests bench/plot
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
@@ -91,6 +92,12 @@ bench-filters: build
 # Partition index benchmarks (about 20 minutes, 25 GB of scratch space; cold runs need root).
 bench-partition-index:
 	bench/partition-index/run.sh
+
+# Point lookups in 500 to 2,000 Parquet files: DuckDB alone, with Parquet Bloom filters, and over
+# Needle's candidates (cold runs need root). ARGS="--files 100,200" for a quick run.
+bench-data-lake: python-package
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r bench/data-lake/requirements.txt
+	$(PY_VENV)/bin/python bench/data-lake/run.py $(ARGS)
 
 # The storage-filter tables of the 2022 Journal of Big Data paper (cold runs need root).
 bench-scheme1: build
