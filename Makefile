@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 cluster clean
+.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make bench-partition-index  the partition index against the published numbers"
 	@echo "make bench-data-lake  point lookups in 2,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
+	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
 	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
@@ -104,6 +105,11 @@ bench-scheme1: build
 	bench/run-scheme1.sh
 
 # One harness experiment: bench/experiments/NAME.json -> bench/results/NAME/ (results.json, charts).
+# What the emulated network latency (java/needle-testhooks) really adds, per profile: a 3-node cluster
+# each (about 2 minutes per profile); bench/results/scheme2/calibration.json.
+calibrate-latency: build
+	bench/needle-bench calibrate-latency $(ARGS)
+
 bench-%: build
 	@test -f bench/experiments/$*.json || { echo "no experiment bench/experiments/$*.json"; exit 2; }
 	bench/needle-bench run bench/experiments/$*.json

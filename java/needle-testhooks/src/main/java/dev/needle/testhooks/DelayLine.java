@@ -28,9 +28,16 @@ public final class DelayLine {
     }
 
     private final DelayQueue<Entry> queue = new DelayQueue<>();
+    private final Lateness lateness;
     private long seq;
 
     public DelayLine(String threadName) {
+        this(threadName, new Lateness("unnamed"));
+    }
+
+    /** A delay line that records how late each action ran in {@code lateness}. */
+    public DelayLine(String threadName, Lateness lateness) {
+        this.lateness = lateness;
         Thread t = new Thread(this::run, threadName);
         t.setDaemon(true);
         t.start();
@@ -49,9 +56,11 @@ public final class DelayLine {
             } catch (InterruptedException ie) {
                 return;
             }
-            while (System.nanoTime() < e.due) {
+            long now;
+            while ((now = System.nanoTime()) < e.due) {
                 Thread.onSpinWait();
             }
+            lateness.record(now - e.due);
             try {
                 e.action.run();
             } catch (RuntimeException ex) {

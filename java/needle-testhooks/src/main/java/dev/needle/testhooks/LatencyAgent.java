@@ -43,7 +43,10 @@ public final class LatencyAgent {
             }
             InetAddressAndPort self = FBUtilities.getBroadcastAddressAndPort();
             int from = node(self.getAddress());
-            DelayLine line = new DelayLine("needle-latency");
+            Lateness lateness = new Lateness(profile.name());
+            ManagementFactory.getPlatformMBeanServer()
+                    .registerMBean(lateness, new ObjectName("dev.needle.testhooks:type=Latency"));
+            DelayLine line = new DelayLine("needle-latency", lateness);
             Set<Message<?>> released = Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
             MessagingService.instance().outboundSink.add((message, to) -> {
                 if (released.remove(message)) {

@@ -36,7 +36,8 @@ class LatencyProfileTest {
     /** The delay line never runs an action early. */
     @Test
     void neverEarlyAndInOrder() throws Exception {
-        DelayLine line = new DelayLine("test-delay-line");
+        Lateness lateness = new Lateness("test");
+        DelayLine line = new DelayLine("test-delay-line", lateness);
         int n = 2000;
         CountDownLatch done = new CountDownLatch(n);
         AtomicLong early = new AtomicLong();
@@ -51,5 +52,23 @@ class LatencyProfileTest {
         }
         assertTrue(done.await(30, TimeUnit.SECONDS));
         assertEquals(0, early.get(), "actions ran before their time");
+        assertEquals(n, lateness.getMessagesDelayed());
+        assertTrue(lateness.getLatenessP50Micros() >= 0);
+    }
+
+    @Test
+    void latenessQuantiles() {
+        Lateness l = new Lateness("test");
+        assertEquals(-1, l.getLatenessP50Micros());
+        for (int us = 0; us < 100; us++) {
+            l.record(us * 1000L + 999);
+        }
+        l.record(Long.MAX_VALUE / 2); // beyond the last bucket
+        assertEquals(101, l.getMessagesDelayed());
+        assertEquals(50, l.getLatenessP50Micros());
+        assertEquals(99, l.getLatenessP99Micros());
+        assertEquals(Lateness.MAX_MICROS, l.getLatenessMaxMicros());
+        l.reset();
+        assertEquals(0, l.getMessagesDelayed());
     }
 }

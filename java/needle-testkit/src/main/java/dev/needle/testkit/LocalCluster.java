@@ -259,6 +259,25 @@ public final class LocalCluster implements AutoCloseable {
         }
     }
 
+    /** An attribute of any MBean of one node, over JMX (e.g. the test-hooks agent's {@code dev.needle.testhooks:type=Latency}). */
+    public Object mbeanAttribute(int node, String objectName, String attribute) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            return c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), attribute);
+        } catch (JMException e) {
+            throw new IOException(objectName + " " + attribute + " on node " + node + ": " + e, e);
+        }
+    }
+
+    /** Invokes an operation without arguments of an MBean of one node, over JMX. */
+    public Object invokeMBean(int node, String objectName, String operation) throws IOException {
+        try (JMXConnector c = jmx(node)) {
+            return c.getMBeanServerConnection()
+                    .invoke(new ObjectName(objectName), operation, new Object[0], new String[0]);
+        } catch (JMException e) {
+            throw new IOException(objectName + " " + operation + " on node " + node + ": " + e, e);
+        }
+    }
+
     /**
      * Polls a Needle metric until {@code condition} holds for its value, for at most {@code timeout};
      * returns the value. A metric that is not registered yet (the index is still registering) counts
