@@ -9,6 +9,8 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod serve;
+
 #[derive(Parser)]
 #[command(
     name = "needle",
@@ -134,6 +136,27 @@ enum Cmd {
         /// Index directory (default DIR/.needle-index).
         #[arg(long)]
         index: Option<PathBuf>,
+    },
+    /// Serve the index over HTTP (read-only, while another process may write it): candidates,
+    /// lookups, health and Prometheus metrics.
+    Serve {
+        /// Index directory (with --parquet: default DIR/.needle-index).
+        index: Option<PathBuf>,
+        /// The Parquet directory the index covers: enables /lookup, and the value type comes from it.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
+        /// Address to listen on (port 0: any free port, printed at start).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// How values are interpreted (an index not built with index-parquet).
+        #[arg(long = "type", value_enum, default_value = "string")]
+        ty: TypeArg,
+        /// Threads answering requests.
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// How often the index's files are checked for new data, in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        refresh_ms: u64,
     },
     /// Find the candidate files of a value and print the rows holding it.
     Lookup {
@@ -376,6 +399,28 @@ fn run(cli: Cli) -> Result<(), String> {
                 "indexed {} partitions ({} values); {} unchanged, {} removed",
                 r.added, r.values, r.unchanged, r.removed
             );
+        }
+        Cmd::Serve {
+            index,
+            parquet,
+            listen,
+            ty,
+            threads,
+            refresh_ms,
+        } => {
+            let index = match (index, &parquet) {
+                (Some(i), _) => i,
+                (None, Some(dir)) => dir.join(pq::INDEX_SUBDIR),
+                (None, None) => return Err("give the index directory, or --parquet DIR".into()),
+            };
+            serve::serve(serve::ServeOptions {
+                index,
+                parquet,
+                kind: ty.into(),
+                listen,
+                threads,
+                refresh: std::time::Duration::from_millis(refresh_ms.max(10)),
+            })?;
         }
         Cmd::Lookup {
             dir,

@@ -3,116 +3,13 @@
 
 use needle_lake::pq;
 use parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
-use parquet::data_type::{ByteArray, ByteArrayType, FixedLenByteArrayType, Int32Type, Int64Type};
-use parquet::file::properties::WriterProperties;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::data_type::{ByteArray, FixedLenByteArrayType};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::record::Field;
 use parquet::schema::parser::parse_message_type;
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
-const SCHEMA: &str = "message t { required int64 id; optional binary name (UTF8); required int32 n; required binary raw; required double x; }";
-
-/// Writes `files` files of `groups` row groups of `rows` rows; ids repeat across files.
-fn generate(dir: &Path, files: usize, groups: usize, rows: usize) {
-    generate_with(dir, files, groups, rows, Compression::UNCOMPRESSED);
-}
-
-/// As [`generate`], every column compressed with `codec`.
-fn generate_with(dir: &Path, files: usize, groups: usize, rows: usize, codec: Compression) {
-    let schema = Arc::new(parse_message_type(SCHEMA).unwrap());
-    for f in 0..files {
-        let sub = if f % 2 == 0 {
-            dir.to_path_buf()
-        } else {
-            dir.join("sub")
-        };
-        std::fs::create_dir_all(&sub).unwrap();
-        let file = std::fs::File::create(sub.join(format!("part-{f:03}.parquet"))).unwrap();
-        let props = Arc::new(
-            WriterProperties::builder()
-                .set_max_row_group_row_count(Some(rows))
-                .set_compression(codec)
-                .build(),
-        );
-        let mut w = SerializedFileWriter::new(file, schema.clone(), props).unwrap();
-        for g in 0..groups {
-            let ids: Vec<i64> = (0..rows)
-                .map(|r| ((f * 7919 + g * 104_729 + r * 31) % 5000) as i64)
-                .collect();
-            let names: Vec<ByteArray> = (0..rows)
-                .filter(|r| r % 5 != 0)
-                .map(|r| ByteArray::from(format!("user-{}", (f + r) % 700).as_str()))
-                .collect();
-            let defs: Vec<i16> = (0..rows).map(|r| if r % 5 != 0 { 1 } else { 0 }).collect();
-            let ns: Vec<i32> = (0..rows).map(|r| r as i32).collect();
-            let raws: Vec<ByteArray> = (0..rows)
-                .map(|r| ByteArray::from(vec![(r % 256) as u8, f as u8]))
-                .collect();
-            let mut rg = w.next_row_group().unwrap();
-            let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<Int64Type>()
-                .write_batch(&ids, None, None)
-                .unwrap();
-            c.close().unwrap();
-            let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<ByteArrayType>()
-                .write_batch(&names, Some(&defs), None)
-                .unwrap();
-            c.close().unwrap();
-            let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<Int32Type>().write_batch(&ns, None, None).unwrap();
-            c.close().unwrap();
-            let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<ByteArrayType>()
-                .write_batch(&raws, None, None)
-                .unwrap();
-            c.close().unwrap();
-            let mut c = rg.next_column().unwrap().unwrap();
-            c.typed::<parquet::data_type::DoubleType>()
-                .write_batch(&vec![0.5; rows], None, None)
-                .unwrap();
-            c.close().unwrap();
-            rg.close().unwrap();
-        }
-        w.close().unwrap();
-    }
-}
-
-/// The rows whose `column` equals `value`, by reading every row of every file.
-fn full_scan(dir: &Path, column: &str, value: &needle_index::Value) -> Vec<pq::FoundRow> {
-    let mut out = Vec::new();
-    for f in pq::parquet_files(dir).unwrap() {
-        let r = SerializedFileReader::new(std::fs::File::open(&f).unwrap()).unwrap();
-        for (i, row) in r.get_row_iter(None).unwrap().enumerate() {
-            let row = row.unwrap();
-            let hit = row.get_column_iter().any(|(n, fld)| {
-                n == column
-                    && !matches!(fld, Field::Null)
-                    && pq::field_value(fld).unwrap().as_ref() == Some(value)
-            });
-            if hit {
-                let rel = f.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.push(pq::FoundRow {
-                    file: rel,
-                    row: i as u64,
-                    text: row.to_string(),
-                });
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn needle(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_needle"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::{full_scan, generate, generate_with, needle};
 
 #[test]
 fn lookups_return_exactly_the_rows_of_a_full_scan() {

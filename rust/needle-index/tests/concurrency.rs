@@ -101,3 +101,64 @@ fn deletes_during_rebuilding_merges_are_carried_over() {
         assert!(ix.query_hash(h).unwrap().contains(&"dup".to_string()));
     }
 }
+
+/// Snapshots opened without a lock while the writer appends, flushes and merges (here a thread
+/// of the same process; the lock is the only thing that differs for another process): each
+/// snapshot opens, and holds every partition appended before it was opened.
+#[test]
+fn snapshots_follow_a_writer_without_blocking_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ix = create(dir.path(), 500, 16);
+    let done = AtomicUsize::new(0); // partitions appended and durable
+    let stop = AtomicBool::new(false);
+    let snapshots = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let (done, stop, snapshots, path) = (&done, &stop, &snapshots, dir.path());
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let n = done.load(Ordering::SeqCst);
+                let snap = needle_index::Index::open_snapshot(path, common::fast_opts())
+                    .expect("a snapshot opens while the writer works");
+                for p in 0..n {
+                    let c = snap
+                        .query_hash(needle_index::hash_i64(p as i64 * 1000))
+                        .unwrap();
+                    assert!(
+                        c.contains(&format!("p{p}")),
+                        "partition p{p} missing from a snapshot"
+                    );
+                }
+                snapshots.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        for p in 0..400usize {
+            let hs: Vec<u64> = (0..200)
+                .map(|v| needle_index::hash_i64(p as i64 * 1000 + v))
+                .collect();
+            ix.append_hashes(&format!("p{p}"), &hs).unwrap();
+            done.store(p + 1, Ordering::SeqCst);
+            if p % 20 == 19 {
+                ix.flush().unwrap();
+            }
+            if p % 100 == 99 {
+                ix.merge().unwrap();
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert!(
+        snapshots.load(Ordering::Relaxed) > 10,
+        "too few snapshots to mean anything"
+    );
+    // The writer never waited: it still holds its exclusive lock, and a locking reader is refused.
+    assert!(matches!(
+        needle_index::Index::open(
+            dir.path(),
+            needle_index::Options {
+                read_only: true,
+                ..common::fast_opts()
+            }
+        ),
+        Err(needle_index::Error::Locked(_))
+    ));
+}

@@ -467,6 +467,28 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
     .map_err(|e| e.to_string())?;
     let candidates = ix.query(&v).map_err(|e| e.to_string())?;
     drop(ix);
+    read_rows(dir, &meta, &v, candidates)
+}
+
+/// [`lookup`] through an index already open (a service's snapshot): `value` is of the indexed
+/// column's type (`meta.kind`).
+pub fn lookup_in(
+    dir: &Path,
+    meta: &ParquetMeta,
+    ix: &Index,
+    value: &Value,
+) -> Result<LookupResult, String> {
+    let candidates = ix.query(value).map_err(|e| e.to_string())?;
+    read_rows(dir, meta, value, candidates)
+}
+
+/// The rows of the candidate partitions whose column equals `v`.
+fn read_rows(
+    dir: &Path,
+    meta: &ParquetMeta,
+    v: &Value,
+    candidates: Vec<String>,
+) -> Result<LookupResult, String> {
     // Group row groups of one file so each file is opened once.
     let mut by_file: BTreeMap<&str, Vec<Option<usize>>> = BTreeMap::new();
     for id in &candidates {
@@ -493,7 +515,7 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
                 let value = column_value(&row, &meta.column).map_err(|why| {
                     format!("column {:?} of {}: {why}", meta.column, path.display())
                 })?;
-                if value.as_ref() == Some(&v) {
+                if value.as_ref() == Some(v) {
                     rows.push(FoundRow {
                         file: file.to_string(),
                         row: first + i as u64,

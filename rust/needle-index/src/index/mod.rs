@@ -189,7 +189,8 @@ pub struct Index {
     state: ArcSwap<Snapshot>,
     writer: Mutex<Writer>,
     merge_lock: Mutex<()>,
-    _lock: File,
+    /// The lock file, held (shared or exclusive) while open; None for a snapshot, which takes none.
+    _lock: Option<File>,
 }
 
 /// Most fingerprints a merge rebuilds into combined or shrunk filters (8 bytes each while

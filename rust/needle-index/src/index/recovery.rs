@@ -6,7 +6,33 @@ impl Index {
     /// Opens an index, replaying its write-ahead log (recovering from any crash) and
     /// removing files a crash left unreferenced.
     pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Index> {
-        let dir = dir.as_ref().to_path_buf();
+        Index::open_with(dir.as_ref(), opts, true)
+    }
+
+    /// Opens a snapshot of an index that another process may be writing: read-only and without
+    /// any lock, so it never blocks that writer. It sees the index as of the moment it is opened
+    /// (segments, and log records complete by then); open again to see later writes. A flush or
+    /// merge that replaces files meanwhile makes it start over (up to 50 times, 10 ms apart),
+    /// then the last error is returned.
+    pub fn open_snapshot(dir: impl AsRef<Path>, opts: Options) -> Result<Index> {
+        let opts = Options {
+            read_only: true,
+            ..opts
+        };
+        let mut attempts = 0;
+        loop {
+            match Index::open_with(dir.as_ref(), opts, false) {
+                Err(_) if attempts < 50 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn open_with(dir: &Path, opts: Options, lock: bool) -> Result<Index> {
+        let dir = dir.to_path_buf();
         let lock_path = dir.join("LOCK");
         if !dir.join(MANIFEST).exists() {
             return Err(Error::io(
@@ -14,22 +40,27 @@ impl Index {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "not an index (no manifest)"),
             ));
         }
-        let lock_file = if opts.read_only {
-            File::open(&lock_path)
+        let lock_file = if !lock {
+            None
         } else {
-            File::create(&lock_path)
-        }
-        .map_err(|e| Error::io(&lock_path, e))?;
-        let locked = if opts.read_only {
-            lock_file.try_lock_shared()
-        } else {
-            lock_file.try_lock()
+            let f = if opts.read_only {
+                File::open(&lock_path)
+            } else {
+                File::create(&lock_path)
+            }
+            .map_err(|e| Error::io(&lock_path, e))?;
+            let locked = if opts.read_only {
+                f.try_lock_shared()
+            } else {
+                f.try_lock()
+            };
+            match locked {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.clone())),
+                Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
+            }
+            Some(f)
         };
-        match locked {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked(dir.clone())),
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
-        }
         let m = Manifest::load(&dir)?;
         let cfg = Config {
             buckets: m.buckets,

@@ -1,0 +1,504 @@
+//! `needle serve`: the index over HTTP, read-only, while another process may write it.
+//!
+//! The service holds a snapshot of the index ([`Index::open_snapshot`], no lock, so the writer
+//! never waits) and opens a new one when the index's files change. Endpoints:
+//!
+//! - `GET /candidates?value=V` and `POST /candidates` with `{"values": [...]}`
+//! - `GET /lookup?value=V` (with `--parquet DIR`): the matching rows
+//! - `GET /health`, `GET /metrics` (Prometheus text format)
+//!
+//! Bad input gets a 4xx answer whose JSON body says what was wrong.
+
+use needle_index::{Index, Options, Value};
+use needle_lake::pq::{self, ParquetMeta};
+use needle_lake::ValueType;
+use serde_json::{json, Value as Json};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+/// At most this many values in one batch request.
+const MAX_BATCH: usize = 100_000;
+/// At most this many bytes in a request body.
+const MAX_BODY: u64 = 16 << 20;
+
+/// What `needle serve` was asked to serve.
+pub struct ServeOptions {
+    pub index: PathBuf,
+    /// The Parquet directory the index covers (enables `/lookup`; the value type comes from it).
+    pub parquet: Option<PathBuf>,
+    /// The value type, for an index not built from Parquet.
+    pub kind: ValueType,
+    pub listen: String,
+    pub threads: usize,
+    pub refresh: Duration,
+}
+
+struct Snapshot {
+    index: Index,
+    opened: Instant,
+    /// What the index's files looked like when it was opened.
+    signature: Vec<(String, u64, Option<SystemTime>)>,
+}
+
+#[derive(Default)]
+struct Metrics {
+    requests: [AtomicU64; 5],
+    client_errors: AtomicU64,
+    server_errors: AtomicU64,
+    values: AtomicU64,
+    candidates: AtomicU64,
+    micros: AtomicU64,
+    refreshes: AtomicU64,
+    refresh_failures: AtomicU64,
+}
+
+const ENDPOINTS: [&str; 5] = ["candidates", "lookup", "health", "metrics", "other"];
+
+struct Service {
+    opts: ServeOptions,
+    meta: Option<ParquetMeta>,
+    kind: ValueType,
+    current: RwLock<Arc<Snapshot>>,
+    metrics: Metrics,
+}
+
+/// The names, sizes and modification times of the index's files: a change means new data.
+fn signature(dir: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>, String> {
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "MANIFEST" || name.starts_with("wal-") {
+            if let Ok(m) = e.metadata() {
+                out.push((name, m.len(), m.modified().ok()));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn open_snapshot(dir: &Path) -> Result<Snapshot, String> {
+    let signature = signature(dir)?;
+    let index = Index::open_snapshot(dir, Options::default()).map_err(|e| e.to_string())?;
+    Ok(Snapshot {
+        index,
+        opened: Instant::now(),
+        signature,
+    })
+}
+
+/// Starts the service and serves until the process is stopped.
+pub fn serve(opts: ServeOptions) -> Result<(), String> {
+    let meta = match &opts.parquet {
+        Some(_) => Some(ParquetMeta::load(&opts.index)?),
+        None => None,
+    };
+    let kind = meta.as_ref().map(|m| m.kind).unwrap_or(opts.kind);
+    if !opts.index.join("MANIFEST").exists() {
+        return Err(format!(
+            "{} is not an index (no MANIFEST); create one with `needle create` or `needle index-parquet`",
+            opts.index.display()
+        ));
+    }
+    let first = open_snapshot(&opts.index)?;
+    let server = Server::http(&opts.listen).map_err(|e| {
+        format!(
+            "cannot listen on {}: {e} (is the port in use? pass another --listen)",
+            opts.listen
+        )
+    })?;
+    let addr = server
+        .server_addr()
+        .to_ip()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|| opts.listen.clone());
+    println!(
+        "needle serve: listening on http://{addr} (index {}, {} values)",
+        opts.index.display(),
+        kind.name()
+    );
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let svc = Arc::new(Service {
+        meta,
+        kind,
+        current: RwLock::new(Arc::new(first)),
+        metrics: Metrics::default(),
+        opts,
+    });
+    let refresher = Arc::clone(&svc);
+    std::thread::spawn(move || refresher.refresh_loop());
+    let server = Arc::new(server);
+    let workers: Vec<_> = (0..svc.opts.threads.max(1))
+        .map(|_| {
+            let (server, svc) = (Arc::clone(&server), Arc::clone(&svc));
+            std::thread::spawn(move || loop {
+                match server.recv() {
+                    Ok(req) => svc.handle(req),
+                    Err(e) => eprintln!("needle serve: cannot accept a request: {e}"),
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    Ok(())
+}
+
+impl Service {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.current.read().unwrap())
+    }
+
+    /// Opens a new snapshot whenever the index's files changed; keeps the old one if it cannot.
+    fn refresh_loop(&self) {
+        loop {
+            std::thread::sleep(self.opts.refresh);
+            let changed = match signature(&self.opts.index) {
+                Ok(s) => s != self.snapshot().signature,
+                Err(_) => true,
+            };
+            if !changed {
+                continue;
+            }
+            match open_snapshot(&self.opts.index) {
+                Ok(s) => {
+                    *self.current.write().unwrap() = Arc::new(s);
+                    self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.metrics
+                        .refresh_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    eprintln!(
+                        "needle serve: keeps the previous snapshot; cannot open a new one: {e}"
+                    );
+                }
+            }
+        }
+    }
+
+    fn handle(&self, mut req: Request) {
+        let started = Instant::now();
+        let url = req.url().to_string();
+        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+        let endpoint = match path {
+            "/candidates" => 0,
+            "/lookup" => 1,
+            "/health" => 2,
+            "/metrics" => 3,
+            _ => 4,
+        };
+        self.metrics.requests[endpoint].fetch_add(1, Ordering::Relaxed);
+        let result = match (req.method(), path) {
+            (Method::Get, "/candidates") => self.candidates_get(query),
+            (Method::Post, "/candidates") => self.candidates_post(&mut req),
+            (Method::Get, "/lookup") => self.lookup(query),
+            (Method::Get, "/health") => Ok(self.health()),
+            (Method::Get, "/metrics") => {
+                let body = self.prometheus();
+                let _ = req.respond(
+                    Response::from_string(body)
+                        .with_header(header("Content-Type", "text/plain; version=0.0.4")),
+                );
+                return;
+            }
+            (_, "/candidates" | "/lookup" | "/health" | "/metrics") => Err(Failure(
+                405,
+                format!("{} does not take {}", path, req.method()),
+            )),
+            _ => Err(Failure(
+                404,
+                format!("no endpoint {path}; use /candidates, /lookup, /health or /metrics"),
+            )),
+        };
+        let (status, body) = match result {
+            Ok(j) => (200, j),
+            Err(Failure(status, msg)) => {
+                if status >= 500 {
+                    self.metrics.server_errors.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.metrics.client_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                (status, json!({ "error": msg }))
+            }
+        };
+        self.metrics
+            .micros
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let _ = req.respond(
+            Response::from_string(body.to_string())
+                .with_status_code(status)
+                .with_header(header("Content-Type", "application/json")),
+        );
+    }
+
+    fn value_param(&self, query: &str) -> Result<(String, Value), Failure> {
+        let text = query_param(query, "value")
+            .ok_or_else(|| Failure(400, "the query needs ?value=...".into()))?;
+        let v = self
+            .kind
+            .parse(&text)
+            .map_err(|e| Failure(400, format!("value: {e}")))?;
+        Ok((text, v))
+    }
+
+    fn candidates_get(&self, query: &str) -> Result<Json, Failure> {
+        let (text, v) = self.value_param(query)?;
+        let c = self
+            .snapshot()
+            .index
+            .query(&v)
+            .map_err(|e| Failure(500, e.to_string()))?;
+        self.count(1, c.len());
+        Ok(json!({ "value": text, "candidates": c }))
+    }
+
+    fn candidates_post(&self, req: &mut Request) -> Result<Json, Failure> {
+        let mut body = String::new();
+        req.as_reader()
+            .take(MAX_BODY + 1)
+            .read_to_string(&mut body)
+            .map_err(|e| Failure(400, format!("cannot read the body as UTF-8 text: {e}")))?;
+        if body.len() as u64 > MAX_BODY {
+            return Err(Failure(413, format!("the body exceeds {MAX_BODY} bytes")));
+        }
+        let doc: Json = serde_json::from_str(&body)
+            .map_err(|e| Failure(400, format!("the body is not JSON: {e}")))?;
+        let values = doc
+            .get("values")
+            .and_then(Json::as_array)
+            .ok_or_else(|| Failure(400, "the body must be {\"values\": [...]}".into()))?;
+        if values.len() > MAX_BATCH {
+            return Err(Failure(
+                413,
+                format!(
+                    "{} values in one request; at most {MAX_BATCH}",
+                    values.len()
+                ),
+            ));
+        }
+        let mut hashes = Vec::with_capacity(values.len());
+        for (i, v) in values.iter().enumerate() {
+            let text = match v {
+                Json::String(s) => s.clone(),
+                Json::Number(n) if self.kind == ValueType::Int => n.to_string(),
+                other => {
+                    return Err(Failure(
+                        400,
+                        format!(
+                            "values[{i}] is {other}; give {} values as JSON strings{}",
+                            self.kind.name(),
+                            if self.kind == ValueType::Int {
+                                " or integers"
+                            } else {
+                                ""
+                            }
+                        ),
+                    ))
+                }
+            };
+            let value = self
+                .kind
+                .parse(&text)
+                .map_err(|e| Failure(400, format!("values[{i}]: {e}")))?;
+            hashes.push(value.hash());
+        }
+        let c = self
+            .snapshot()
+            .index
+            .query_batch(&hashes)
+            .map_err(|e| Failure(500, e.to_string()))?;
+        self.count(hashes.len(), c.iter().map(Vec::len).sum());
+        Ok(json!({ "candidates": c }))
+    }
+
+    fn lookup(&self, query: &str) -> Result<Json, Failure> {
+        let (Some(dir), Some(meta)) = (&self.opts.parquet, &self.meta) else {
+            return Err(Failure(
+                404,
+                "/lookup needs a Parquet directory: start the service with --parquet DIR".into(),
+            ));
+        };
+        let (text, v) = self.value_param(query)?;
+        let snap = self.snapshot();
+        let r = pq::lookup_in(dir, meta, &snap.index, &v).map_err(|e| Failure(500, e))?;
+        self.count(1, r.candidates.len());
+        let rows: Vec<Json> = r
+            .rows
+            .iter()
+            .map(|row| json!({ "file": row.file, "row": row.row, "text": row.text }))
+            .collect();
+        Ok(json!({ "value": text, "candidates": r.candidates, "rows": rows }))
+    }
+
+    fn health(&self) -> Json {
+        let snap = self.snapshot();
+        let st = snap.index.stats();
+        json!({
+            "status": "ok",
+            "index": self.opts.index.display().to_string(),
+            "value_type": self.kind.name(),
+            "partitions": st.partitions,
+            "segments": st.segments,
+            "values": st.values,
+            "snapshot_age_ms": snap.opened.elapsed().as_millis() as u64,
+        })
+    }
+
+    fn count(&self, values: usize, candidates: usize) {
+        self.metrics
+            .values
+            .fetch_add(values as u64, Ordering::Relaxed);
+        self.metrics
+            .candidates
+            .fetch_add(candidates as u64, Ordering::Relaxed);
+    }
+
+    fn prometheus(&self) -> String {
+        let m = &self.metrics;
+        let snap = self.snapshot();
+        let st = snap.index.stats();
+        let mut out = String::new();
+        out += "# HELP needle_requests_total HTTP requests by endpoint.\n# TYPE needle_requests_total counter\n";
+        for (i, e) in ENDPOINTS.iter().enumerate() {
+            out += &format!(
+                "needle_requests_total{{endpoint=\"{e}\"}} {}\n",
+                m.requests[i].load(Ordering::Relaxed)
+            );
+        }
+        let counters = [
+            (
+                "needle_client_errors_total",
+                "Requests answered 4xx.",
+                &m.client_errors,
+            ),
+            (
+                "needle_server_errors_total",
+                "Requests answered 5xx.",
+                &m.server_errors,
+            ),
+            (
+                "needle_values_looked_up_total",
+                "Values looked up.",
+                &m.values,
+            ),
+            (
+                "needle_candidates_returned_total",
+                "Candidate partitions returned.",
+                &m.candidates,
+            ),
+            (
+                "needle_snapshot_refreshes_total",
+                "New snapshots of the index opened.",
+                &m.refreshes,
+            ),
+            (
+                "needle_snapshot_refresh_failures_total",
+                "Snapshots that could not be opened.",
+                &m.refresh_failures,
+            ),
+        ];
+        for (name, help, v) in counters {
+            out += &format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
+                v.load(Ordering::Relaxed)
+            );
+        }
+        out += &format!(
+            "# HELP needle_request_seconds_total Time spent answering requests.\n# TYPE needle_request_seconds_total counter\nneedle_request_seconds_total {}\n",
+            m.micros.load(Ordering::Relaxed) as f64 / 1e6
+        );
+        let gauges = [
+            (
+                "needle_index_partitions",
+                "Live partitions in the served snapshot.",
+                st.partitions as f64,
+            ),
+            (
+                "needle_index_segments",
+                "Segments in the served snapshot.",
+                st.segments as f64,
+            ),
+            (
+                "needle_index_values",
+                "Values in the served snapshot.",
+                st.values as f64,
+            ),
+            (
+                "needle_index_bytes",
+                "Bytes of the index's files.",
+                st.bytes_on_disk as f64,
+            ),
+            (
+                "needle_snapshot_age_seconds",
+                "Age of the served snapshot.",
+                snap.opened.elapsed().as_secs_f64(),
+            ),
+        ];
+        for (name, help, v) in gauges {
+            out += &format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n");
+        }
+        out
+    }
+}
+
+/// An answer other than 200: status and message.
+struct Failure(u16, String);
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
+}
+
+/// The decoded value of `name` in a query string (`a=1&b=x%20y`; `+` is a space).
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(k) == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() && hex(b[i + 1]).is_some() && hex(b[i + 2]).is_some() => {
+                out.push(hex(b[i + 1]).unwrap() * 16 + hex(b[i + 2]).unwrap());
+                i += 2;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_strings_are_decoded() {
+        assert_eq!(
+            query_param("value=a%20b&x=1", "value").as_deref(),
+            Some("a b")
+        );
+        assert_eq!(
+            query_param("x=1&value=%E6%97%A5+z", "value").as_deref(),
+            Some("日 z")
+        );
+        assert_eq!(query_param("value=", "value").as_deref(), Some(""));
+        assert_eq!(query_param("value=100%", "value").as_deref(), Some("100%"));
+        assert_eq!(query_param("x=1", "value"), None);
+    }
+}

@@ -1,0 +1,237 @@
+//! `needle serve` run as a process and asked over HTTP by a real client, while this process
+//! writes the index it serves.
+
+mod common;
+
+use common::{full_scan, generate, needle};
+use needle_index::{Config, Index, Options, Value};
+use serde_json::{json, Value as Json};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The service, stopped (by its pid) when dropped, also when a test fails.
+struct Service {
+    child: Child,
+    base: String,
+}
+
+impl Service {
+    fn start(args: &[&str]) -> Service {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_needle"))
+            .arg("serve")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--refresh-ms", "50"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Service { child, base }
+    }
+
+    fn get(&self, path: &str) -> (u16, Json) {
+        answer(ureq::get(&format!("{}{path}", self.base)).call())
+    }
+
+    fn post(&self, path: &str, body: &str) -> (u16, Json) {
+        answer(
+            ureq::post(&format!("{}{path}", self.base))
+                .set("Content-Type", "application/json")
+                .send_string(body),
+        )
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn answer(r: Result<ureq::Response, ureq::Error>) -> (u16, Json) {
+    let resp = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("request failed: {e}"),
+    };
+    let status = resp.status();
+    (status, resp.into_json().unwrap())
+}
+
+fn candidates(j: &Json) -> Vec<String> {
+    j["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn values(from: i64, n: i64) -> Vec<Value> {
+    (from..from + n).map(Value::Int).collect()
+}
+
+#[test]
+fn serves_candidates_while_another_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ix");
+    let cfg = Config {
+        buckets: 256,
+        fingerprint_bits: 16,
+    };
+    let writer = Index::create(&path, cfg, Options::default()).unwrap();
+    writer.append_values("p0", &values(0, 100)).unwrap();
+    writer.flush().unwrap();
+    let svc = Service::start(&[path.to_str().unwrap(), "--type", "int"]);
+
+    let (status, j) = svc.get("/candidates?value=5");
+    assert_eq!(status, 200, "{j}");
+    assert_eq!(candidates(&j), ["p0"]);
+
+    // The writer (this process, holding the index's exclusive lock) goes on; the service
+    // follows: new partitions appear, through flushes and a merge, and no request fails.
+    for p in 1..=5i64 {
+        writer
+            .append_values(&format!("p{p}"), &values(p * 1000, 100))
+            .unwrap();
+        if p % 2 == 0 {
+            writer.flush().unwrap();
+        }
+        if p == 4 {
+            writer.merge().unwrap();
+        }
+        let t0 = Instant::now();
+        loop {
+            let (status, j) = svc.get(&format!("/candidates?value={}", p * 1000 + 50));
+            assert_eq!(status, 200, "{j}");
+            if candidates(&j).contains(&format!("p{p}")) {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "p{p} never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(candidates(&svc.get("/candidates?value=5").1).contains(&"p0".to_string()));
+    }
+
+    let (status, j) = svc.post("/candidates", r#"{"values": [5, "3050", 4099]}"#);
+    assert_eq!(status, 200, "{j}");
+    let lists = j["candidates"].as_array().unwrap();
+    assert_eq!(lists.len(), 3);
+    assert!(lists[0].as_array().unwrap().contains(&json!("p0")));
+    assert!(lists[1].as_array().unwrap().contains(&json!("p3")));
+    assert!(lists[2].as_array().unwrap().contains(&json!("p4")));
+
+    let (status, h) = svc.get("/health");
+    assert_eq!(status, 200);
+    assert_eq!(h["status"], "ok");
+    assert_eq!(h["partitions"], 6, "{h}");
+
+    // Bad input: 4xx with a message that says what to do.
+    let bad = [
+        svc.get("/candidates"),
+        svc.get("/candidates?value=abc"),
+        svc.post("/candidates", "{not json"),
+        svc.post("/candidates", r#"{"values": [true]}"#),
+        svc.get("/nope"),
+        svc.get("/lookup?value=1"),
+    ];
+    let expect = [
+        (400, "?value="),
+        (400, "not a 64-bit integer"),
+        (400, "not JSON"),
+        (400, "values[0]"),
+        (404, "/candidates"),
+        (404, "--parquet"),
+    ];
+    for ((status, j), (want, text)) in bad.iter().zip(expect) {
+        assert_eq!(*status, want, "{j}");
+        assert!(j["error"].as_str().unwrap().contains(text), "{j}");
+    }
+    let r = ureq::delete(&format!("{}/candidates", svc.base)).call();
+    assert!(matches!(r, Err(ureq::Error::Status(405, _))));
+
+    let metrics = ureq::get(&format!("{}/metrics", svc.base))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let value_of = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value_of("needle_requests_total{endpoint=\"candidates\"}") >= 10.0);
+    assert!(value_of("needle_snapshot_refreshes_total") >= 5.0);
+    assert_eq!(value_of("needle_client_errors_total"), 7.0);
+    assert_eq!(value_of("needle_index_partitions"), 6.0);
+}
+
+#[test]
+fn looks_up_rows_of_a_parquet_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 4, 2, 300);
+    let out = needle(&[
+        "index-parquet",
+        dir.path().to_str().unwrap(),
+        "--column",
+        "id",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let svc = Service::start(&["--parquet", dir.path().to_str().unwrap()]);
+    for id in [0i64, 31, 4999, 123_456] {
+        let (status, j) = svc.get(&format!("/lookup?value={id}"));
+        assert_eq!(status, 200, "{j}");
+        let rows: Vec<(String, u64)> = j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["file"].as_str().unwrap().to_string(),
+                    r["row"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, u64)> = full_scan(dir.path(), "id", &Value::Int(id))
+            .into_iter()
+            .map(|r| (r.file, r.row))
+            .collect();
+        assert_eq!(rows, want, "id {id}");
+    }
+    assert_eq!(svc.get("/health").1["value_type"], "int");
+}
+
+#[test]
+fn a_port_in_use_and_a_missing_index_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = needle(&["serve", dir.path().join("none").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an index"));
+    let path = dir.path().join("ix");
+    drop(Index::create(&path, Config::default(), Options::default()).unwrap());
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = needle(&["serve", path.to_str().unwrap(), "--listen", &addr]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot listen") && err.contains("--listen"),
+        "{err}"
+    );
+}
