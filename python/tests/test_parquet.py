@@ -66,6 +66,12 @@ TYPES = {
         pa.timestamp("us"),
         lambda r: dt.datetime(2024, 1, 1) + dt.timedelta(microseconds=r.randrange(10**12)),
     ),
+    "timestamp_ns": (
+        pa.timestamp("ns"),
+        lambda r: dt.datetime(2024, 1, 1) + dt.timedelta(microseconds=r.randrange(10**12)),
+    ),
+    "time": (pa.time64("us"), lambda r: dt.time(r.randrange(24), r.randrange(60), r.randrange(60), r.randrange(10**6))),
+    "uint64": (pa.uint64(), lambda r: r.randrange(2**64 - 5000, 2**64) if r.random() > 0.5 else r.randrange(5000)),
     "timestamp_ms": (
         pa.timestamp("ms"),
         lambda r: dt.datetime(2024, 1, 1) + dt.timedelta(milliseconds=r.randrange(10**9)),

@@ -1,6 +1,7 @@
 //! The partition index in the data lake: value parsing, and indexing and looking up Parquet
 //! files, shared by the `needle` command and its front ends.
 
+pub mod columns;
 pub mod pq;
 
 use needle_index::Value;

@@ -351,13 +351,6 @@ pub fn index_files(
         .collect();
     let mut report = IndexReport::default();
     let mut present = HashSet::new();
-    // A projection must carry the root's name to be accepted as a subset of the schema.
-    let projection_of = |root: &str, field: TypePtr| {
-        Type::group_type_builder(root)
-            .with_fields(vec![field])
-            .build()
-            .map_err(|e| e.to_string())
-    };
     for (n, f) in files.iter().enumerate() {
         let rel = f
             .strip_prefix(dir)
@@ -365,14 +358,16 @@ pub fn index_files(
             .to_string_lossy()
             .into_owned();
         let r = &open_reader(f)?;
-        let (field, _) = column_of(r, f, &o.column)?;
-        let root = r
+        column_of(r, f, &o.column)?;
+        let root_index = r
             .metadata()
             .file_metadata()
             .schema_descr()
             .root_schema()
-            .name()
-            .to_string();
+            .get_fields()
+            .iter()
+            .position(|c| c.name() == o.column)
+            .expect("column_of found it");
         let groups: Vec<Option<usize>> = if o.row_groups {
             (0..r.num_row_groups()).map(Some).collect()
         } else {
@@ -385,35 +380,7 @@ pub fn index_files(
                 report.unchanged += 1;
                 continue;
             }
-            let mut hashes = Vec::new();
-            let read_err =
-                |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", f.display());
-            let rows: Vec<Box<dyn Iterator<Item = parquet::errors::Result<Row>> + '_>> = match g {
-                Some(rg) => {
-                    let rgr = r.get_row_group(rg).map_err(read_err)?;
-                    let it = rgr
-                        .get_row_iter(Some(projection_of(&root, field.clone())?))
-                        .map_err(read_err)?;
-                    // The row iterator borrows the row group reader: collect this group.
-                    let rows: Vec<_> = it.collect();
-                    vec![Box::new(rows.into_iter())]
-                }
-                None => vec![Box::new(
-                    r.get_row_iter(Some(projection_of(&root, field.clone())?))
-                        .map_err(read_err)?,
-                )],
-            };
-            for it in rows {
-                for row in it {
-                    let row = row.map_err(read_err)?;
-                    let value = column_value(&row, &o.column).map_err(|why| {
-                        format!("column {:?} of {}: {why}", o.column, f.display())
-                    })?;
-                    if let Some(v) = value {
-                        hashes.push(v.hash());
-                    }
-                }
-            }
+            let hashes = crate::columns::column_hashes(f, root_index, &o.column, g)?;
             report.values += hashes.len() as u64;
             ix.append_hashes(&id, &hashes).map_err(|e| e.to_string())?;
             report.added += 1;
