@@ -115,6 +115,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("NEEDLE_BENCH_DATA", "/tmp/needle-bench-data")))
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/data-lake")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    ap.add_argument(
+        "--generate-only", action="store_true", help="write the files (kept) and stop: a later run measures them"
+    )
     args = ap.parse_args()
     sizes = sorted(int(s) for s in args.files.split(","))
     total_files = sizes[-1]
@@ -137,6 +140,9 @@ def main() -> None:
     fpr = max(b["expected_fpr"] for b in builds.values())
     log(f"writing the same rows with Parquet Bloom filters at fpr {fpr:.2g}")
     write_files(con, data / f"bloom-{fpr:.2g}", total_files, args.rows, fpr)
+    if args.generate_only:
+        log(f"files written under {data}")
+        return
     for n in sizes:
         d = subset(data / f"bloom-{fpr:.2g}", data / f"bloom-{fpr:.2g}-{n}", n)
         builds[n]["bloom_bytes"] = bloom_bytes(con, d)
