@@ -268,14 +268,17 @@ fn index_parquet<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let files = pq::parquet_files(&directory).map_err(err)?;
-    let o = IndexParquetOptions {
+    index_files(
+        py,
+        directory,
+        files,
         column,
         row_groups,
+        index,
         buckets,
         fingerprint_bits,
-        index,
-    };
-    sync_files(py, &directory, &files, &o, progress)
+        progress,
+    )
 }
 
 /// Makes the index of the Parquet files under `directory` cover exactly `files` (paths under
@@ -302,19 +305,9 @@ fn index_files<'py>(
         fingerprint_bits,
         index,
     };
-    sync_files(py, &directory, &files, &o, progress)
-}
-
-fn sync_files<'py>(
-    py: Python<'py>,
-    directory: &std::path::Path,
-    files: &[PathBuf],
-    o: &IndexParquetOptions,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
     let mut callback_error: Option<PyErr> = None;
     let report = py.detach(|| {
-        pq::index_files(directory, files, o, |done, total, file| {
+        pq::index_files(&directory, &files, &o, |done, total, file| {
             if let (Some(cb), None) = (&progress, &callback_error) {
                 Python::attach(|py| {
                     if let Err(e) = cb.call1(py, (done, total, file)) {
