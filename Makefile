@@ -27,8 +27,9 @@ test: test-java test-python test-rust
 test-java:
 	cd java && $(MVN) install
 
-# The cluster tool's tests (they start real nodes) and the result summaries' tests; ruff checks
-# the style (pinned in requirements-lint.txt, installed once into a private virtualenv).
+# The cluster tool's tests (they start real nodes), the result summaries' tests and the Python
+# package's; ruff checks the style (pinned in requirements-lint.txt, installed once into a private
+# virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
 test-python: $(LINT_VENV)/requirements-lint.txt python-package
 	$(LINT_VENV)/bin/ruff check deploy bench/plot bench/data-lake python
@@ -104,12 +105,12 @@ bench-data-lake: python-package
 bench-scheme1: build
 	bench/run-scheme1.sh
 
-# One harness experiment: bench/experiments/NAME.json -> bench/results/NAME/ (results.json, charts).
 # What the emulated network latency (java/needle-testhooks) really adds, per profile: a 3-node cluster
 # each (about 2 minutes per profile); bench/results/scheme2/calibration.json.
 calibrate-latency: build
 	bench/needle-bench calibrate-latency $(ARGS)
 
+# One harness experiment: bench/experiments/NAME.json -> bench/results/NAME/ (results.json, charts).
 bench-%: build
 	@test -f bench/experiments/$*.json || { echo "no experiment bench/experiments/$*.json"; exit 2; }
 	bench/needle-bench run bench/experiments/$*.json
