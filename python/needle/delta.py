@@ -65,7 +65,12 @@ def _live_files(dt: deltalake.DeltaTable) -> dict[str, dict[str, Any]]:
     parts = [n for n in actions.column_names if n.startswith(prefix)]
     out = {}
     for row in actions.select(["path", *parts]).to_pylist():
-        out[urllib.parse.unquote(row["path"])] = {n[len(prefix) :]: row[n] for n in parts}
+        rel = urllib.parse.unquote(row["path"])
+        if "://" in rel or rel.startswith("/"):
+            raise NeedleError(
+                f"{dt.table_uri} holds a file outside its folder ({rel}), which this version does not read"
+            )
+        out[rel] = {n[len(prefix) :]: row[n] for n in parts}
     return out
 
 
