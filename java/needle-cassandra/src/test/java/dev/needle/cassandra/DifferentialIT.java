@@ -50,7 +50,7 @@ class DifferentialIT {
 
     @Test
     void threeNodes() throws Exception {
-        new Run(3, Integer.getInteger("needle.diff.ops3", 1_000)).run();
+        new Run(3, Integer.getInteger("needle.diff.ops3", 700)).run();
     }
 
     private static final class Run {

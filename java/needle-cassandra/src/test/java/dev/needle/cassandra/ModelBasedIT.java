@@ -31,12 +31,12 @@ class ModelBasedIT {
 
     @Test
     void oneNode() throws Exception {
-        run(1, Integer.getInteger("needle.it.ops", 6_000));
+        run(1, Integer.getInteger("needle.it.ops", 4_000));
     }
 
     @Test
     void threeNodes() throws Exception {
-        run(3, Integer.getInteger("needle.it.ops3", 2_000));
+        run(3, Integer.getInteger("needle.it.ops3", 1_200));
     }
 
     /** Ground truth: per partition, its static value and rows, each with an expiry (0 = none). */
