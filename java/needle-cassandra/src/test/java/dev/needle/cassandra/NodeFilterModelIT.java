@@ -85,6 +85,14 @@ class NodeFilterModelIT {
                                     + "{'node_filter': 'quorum', 'staleness': '" + STALENESS_MILLIS + "ms'}"));
                     pairs.put(ks, t);
                 }
+                // DDL waits 10 s for the schema to agree; four nodes on two cores can take longer.
+                long deadline = System.nanoTime() + 120_000_000_000L;
+                for (int n = 1; n <= nodes; n++) {
+                    while (!sessions[n].checkSchemaAgreement()) {
+                        assertTrue(System.nanoTime() < deadline, "node " + n + ": no schema agreement in 120 s");
+                        Thread.sleep(200);
+                    }
+                }
                 for (int op = 0; op < ops; op++) {
                     step(op);
                     if (op % 200 == 199) {
