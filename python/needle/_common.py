@@ -23,10 +23,15 @@ class Candidate:
     row_group: int | None
 
 
+def is_temporal(value: Any) -> bool:
+    """Dates, times and durations: hashed by the integer their column stores."""
+    return isinstance(value, (_dt.date, _dt.time, _dt.timedelta))
+
+
 def index_value(value: Any, kind: str, field: pyarrow.Field | None) -> int | str | bytes:
     """The value as the index hashed the column: dates, times and timestamps by their integer
     in the column's own unit, as Parquet stores them."""
-    if isinstance(value, (_dt.date, _dt.time, _dt.timedelta)) and field is not None:
+    if is_temporal(value) and field is not None:
         import pyarrow as pa
 
         narrow = pa.types.is_date32(field.type) or pa.types.is_time32(field.type)
@@ -38,10 +43,6 @@ def index_value(value: Any, kind: str, field: pyarrow.Field | None) -> int | str
     if kind == "binary" and isinstance(value, (bytes, bytearray)):
         return bytes(value)
     raise TypeError(f"the index holds {kind} values; {value!r} is a {type(value).__name__}")
-
-
-def is_temporal(value: Any) -> bool:
-    return isinstance(value, (_dt.date, _dt.time, _dt.timedelta))
 
 
 def sort_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
