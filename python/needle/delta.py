@@ -1,81 +1,39 @@
 """Delta Lake tables: the index follows the table's versions, and a lookup at any version never
 misses a file live in it, however far the index lags behind.
 
-The transaction log is read by the ``deltalake`` package (``pip install deltalake``). The index
-lives in ``TABLE/.needle-index`` (Delta readers and ``VACUUM`` leave hidden folders alone) with
-the version it covers; its partitions are the table's data files, by their path in the log.
+The transaction log (JSON commits and Parquet checkpoints) is read by Needle's own reader, the
+one the ``needle`` command uses; no Delta package is needed. The index lives in
+``TABLE/.needle-index`` (Delta readers and ``VACUUM`` leave hidden folders alone) with the
+version it covers; its partitions are the table's data files, by their path in the log.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import urllib.parse
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from needle import _native
 from needle._common import Candidate, PathLike, concat, index_value, is_temporal, matching_rows, sort_candidates
-from needle._native import NeedleError, PartitionIndex, parquet_index_info, split_partition_id
-from needle._native import index_files as _index_files
+from needle._native import DeltaSnapshot, NeedleError, parquet_index_info, split_partition_id
 from needle.parquet import index_dir_of
 
 if TYPE_CHECKING:
-    import deltalake
     import pyarrow
 
-VERSION_FILE = "delta-version.txt"
 
-
-def _open(table: PathLike, version: int | None) -> deltalake.DeltaTable:
-    try:
-        from deltalake import DeltaTable
-    except ImportError as e:
-        raise NeedleError("Delta Lake tables need the deltalake package: pip install deltalake") from e
+def _local(table: PathLike) -> Path:
     uri = os.fspath(table)
     if "://" in uri and not uri.startswith("file://"):
         raise NeedleError(f"{uri}: only tables on a local file system are supported")
-    try:
-        return DeltaTable(uri.removeprefix("file://"), version=version)
-    except Exception as e:  # deltalake raises its own TableNotFoundError, DeltaError, ...
-        raise NeedleError(f"cannot open the Delta table {uri} at version {version or 'latest'}: {e}") from e
+    return Path(uri.removeprefix("file://"))
 
 
-def _check_supported(dt: deltalake.DeltaTable, column: str) -> None:
-    features = set(dt.protocol().reader_features or [])
-    config = dt.metadata().configuration or {}
-    if "deletionVectors" in features:
-        raise NeedleError(
-            f"{dt.table_uri} uses deletion vectors, which this version does not read: rows a deletion"
-            " vector hides would be returned"
-        )
-    if "columnMapping" in features or config.get("delta.columnMapping.mode", "none") != "none":
-        raise NeedleError(f"{dt.table_uri} uses column mapping, which this version does not read")
-    if column in dt.metadata().partition_columns:
-        raise NeedleError(
-            f"{column!r} is a partition column of {dt.table_uri}: Delta's own partition pruning finds its files"
-        )
-
-
-def _live_files(dt: deltalake.DeltaTable) -> dict[str, dict[str, Any]]:
-    """The data files of the loaded version, by path relative to the table, with their partition values."""
-    import pyarrow as pa
-
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    prefix = "partition."
-    parts = [n for n in actions.column_names if n.startswith(prefix)]
-    out = {}
-    for row in actions.select(["path", *parts]).to_pylist():
-        rel = urllib.parse.unquote(row["path"])
-        if "://" in rel or rel.startswith("/"):
-            raise NeedleError(
-                f"{dt.table_uri} holds a file outside its folder ({rel}), which this version does not read"
-            )
-        out[rel] = {n[len(prefix) :]: row[n] for n in parts}
-    return out
-
-
-def _root(dt: deltalake.DeltaTable) -> Path:
-    return Path(dt.table_uri.removeprefix("file://"))
+def _open(table: PathLike, version: int | None) -> DeltaSnapshot:
+    return DeltaSnapshot.load(os.fspath(_local(table)), version)
 
 
 def index_delta(
@@ -99,65 +57,35 @@ def index_delta(
             (deletion vectors, column mapping), ``column`` is a partition column, or a file
             cannot be indexed (the message names it).
     """
-    dt = _open(table, None)
-    _check_supported(dt, column)
-    version = dt.version()
-    root = _root(dt)
-    files = [os.fspath(root / rel) for rel in sorted(_live_files(dt))]
-    index_dir = index_dir_of(root, index)
-    report = _index_files(
+    root = _local(table)
+    return _native.index_delta(
         os.fspath(root),
-        files,
         column,
         row_groups=row_groups,
-        index=os.fspath(index_dir),
+        index=None if index is None else os.fspath(index),
         buckets=buckets,
         fingerprint_bits=fingerprint_bits,
         progress=progress,
     )
-    # Recorded after the index holds the version's files: a crash before this only repeats work.
-    tmp = index_dir / (VERSION_FILE + ".tmp")
-    tmp.write_text(f"{version}\n")
-    os.replace(tmp, index_dir / VERSION_FILE)
-    return {"version": version, **report}
 
 
 def indexed_version(table: PathLike, *, index: PathLike | None = None) -> int | None:
     """The table version the index covers, or None if it was never brought up to one."""
-    f = index_dir_of(Path(os.fspath(table).removeprefix("file://")), index) / VERSION_FILE
-    try:
-        return int(f.read_text().strip())
-    except FileNotFoundError:
-        return None
+    return _native.delta_indexed_version(os.fspath(index_dir_of(_local(table), index)))
 
 
-def _candidates(
-    dt: deltalake.DeltaTable, value: Any, index: PathLike | None
-) -> tuple[list[Candidate], dict[str, dict[str, Any]], str]:
-    root = _root(dt)
+def _candidates(snap: DeltaSnapshot, value: Any, index: PathLike | None) -> tuple[list[Candidate], str]:
+    root = Path(snap.root)
     index_dir = index_dir_of(root, index)
     info = parquet_index_info(os.fspath(index_dir))
-    _check_supported(dt, info["column"])
-    field = None
-    if is_temporal(value):
-        import pyarrow as pa
-
-        schema = pa.schema(dt.schema().to_arrow())
-        field = schema.field(info["column"])
+    snap.check_column(info["column"])
+    field = _arrow_schema(snap.schema).field(info["column"]) if is_temporal(value) else None
     v = index_value(value, info["type"], field)
-    live = _live_files(dt)
-    with PartitionIndex.open(os.fspath(index_dir), read_only=True) as ix:
-        ids = ix.candidates(v)
-        covered = {split_partition_id(p)[0] for p in ix.partitions()}
     found = []
-    for pid in ids:
+    for pid in snap.candidates(os.fspath(index_dir), v):
         rel, rg = split_partition_id(pid)
-        if rel in live:
-            found.append(Candidate(root / rel, rg))
-    # Files of this version the index does not hold (written after its last run, or removed
-    # from it since) may hold the value: they are candidates too.
-    found += [Candidate(root / rel, None) for rel in live if rel not in covered]
-    return sort_candidates(found), live, info["column"]
+        found.append(Candidate(root / rel, rg))
+    return sort_candidates(found), info["column"]
 
 
 def delta_candidate_files(
@@ -180,12 +108,11 @@ def delta_lookup(
     """The rows of the table at ``version`` (default: the latest) whose indexed column equals
     ``value``, read from the candidate files alone, partition columns included, as one
     ``pyarrow.Table``."""
-    import pyarrow as pa
-
-    dt = _open(table, version)
-    candidates, live, column = _candidates(dt, value, index)
-    schema = pa.schema(dt.schema().to_arrow())
-    root = _root(dt)
+    snap = _open(table, version)
+    candidates, column = _candidates(snap, value, index)
+    schema = _arrow_schema(snap.schema)
+    root = Path(snap.root)
+    live = snap.files
 
     def partition_values(path: Path) -> dict[str, pyarrow.Scalar]:
         return {
@@ -205,3 +132,52 @@ def _partition_scalar(raw: Any, type_: pyarrow.DataType) -> pyarrow.Scalar:
         return pa.scalar(raw, type=type_)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
         return pa.scalar(str(raw)).cast(type_)
+
+
+def _arrow_schema(schema: str) -> pyarrow.Schema:
+    """The table's schema (Delta's JSON form, from the log) as Arrow types."""
+    import pyarrow as pa
+
+    try:
+        return pa.schema([_arrow_field(f) for f in json.loads(schema)["fields"]])
+    except (ValueError, KeyError, TypeError) as e:
+        raise NeedleError(f"the table's schema cannot be read: {e}") from e
+
+
+def _arrow_field(f: dict[str, Any]) -> pyarrow.Field:
+    import pyarrow as pa
+
+    return pa.field(f["name"], _arrow_type(f["type"]), f.get("nullable", True))
+
+
+def _arrow_type(t: str | dict[str, Any]) -> pyarrow.DataType:
+    import pyarrow as pa
+
+    primitives = {
+        "string": pa.string(),
+        "long": pa.int64(),
+        "integer": pa.int32(),
+        "short": pa.int16(),
+        "byte": pa.int8(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        "timestamp_ntz": pa.timestamp("us"),
+    }
+    if isinstance(t, str):
+        if t in primitives:
+            return primitives[t]
+        m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", t)
+        if m:
+            return pa.decimal128(int(m[1]), int(m[2]))
+        raise ValueError(f"unknown Delta type {t!r}")
+    if t["type"] == "struct":
+        return pa.struct([_arrow_field(f) for f in t["fields"]])
+    if t["type"] == "array":
+        return pa.list_(pa.field("element", _arrow_type(t["elementType"]), t.get("containsNull", True)))
+    if t["type"] == "map":
+        return pa.map_(_arrow_type(t["keyType"]), _arrow_type(t["valueType"]))
+    raise ValueError(f"unknown Delta type {t!r}")

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use needle_index::{Config, Index, Options, Value};
+use needle_lake::delta;
 use needle_lake::pq::{self, IndexParquetOptions};
 use needle_lake::ValueType;
 use std::io::BufRead;
@@ -121,21 +122,16 @@ enum Cmd {
     IndexParquet {
         /// Directory of Parquet files (searched recursively).
         dir: PathBuf,
-        /// Top-level column to index (strings, binary or integers).
-        #[arg(long)]
-        column: String,
-        /// One partition per row group instead of per file.
-        #[arg(long)]
-        row_groups: bool,
-        /// Buckets (default: sized for ~3 slots per bucket for the median file).
-        #[arg(long)]
-        buckets: Option<u32>,
-        /// Fingerprint width in bits.
-        #[arg(long, default_value_t = 16)]
-        fingerprint_bits: u32,
-        /// Index directory (default DIR/.needle-index).
-        #[arg(long)]
-        index: Option<PathBuf>,
+        #[command(flatten)]
+        how: IndexArgs,
+    },
+    /// Bring the index of a Delta Lake table up to its latest version: index the data files
+    /// added since the version it covers, drop the removed ones.
+    IndexDelta {
+        /// The table's folder (holding _delta_log).
+        table: PathBuf,
+        #[command(flatten)]
+        how: IndexArgs,
     },
     /// Serve the index over HTTP (read-only, while another process may write it): candidates,
     /// lookups, health and Prometheus metrics.
@@ -160,17 +156,55 @@ enum Cmd {
     },
     /// Find the candidate files of a value and print the rows holding it.
     Lookup {
-        /// Directory indexed by index-parquet.
+        /// Directory indexed by index-parquet, or Delta table indexed by index-delta.
         dir: PathBuf,
         /// Value of the indexed column.
         value: String,
         /// Index directory (default DIR/.needle-index).
         #[arg(long)]
         index: Option<PathBuf>,
+        /// Version of the Delta table to read (default: the latest).
+        #[arg(long)]
+        version: Option<u64>,
         /// Only print the candidate files.
         #[arg(long)]
         candidates_only: bool,
     },
+}
+
+/// What `index-parquet` and `index-delta` index, and how.
+#[derive(clap::Args)]
+struct IndexArgs {
+    /// Top-level column to index (strings, binary or integers; not a partition column).
+    #[arg(long)]
+    column: String,
+    /// One partition per row group instead of per file.
+    #[arg(long)]
+    row_groups: bool,
+    /// Buckets (default: sized for ~3 slots per bucket for the median file).
+    #[arg(long)]
+    buckets: Option<u32>,
+    /// Fingerprint width in bits: 8, 16 or 32.
+    #[arg(long, default_value_t = 16)]
+    fingerprint_bits: u32,
+    /// Index directory (default: .needle-index inside the directory or table).
+    #[arg(long)]
+    index: Option<PathBuf>,
+}
+
+impl IndexArgs {
+    fn options(self) -> Result<IndexParquetOptions, String> {
+        if !matches!(self.fingerprint_bits, 8 | 16 | 32) {
+            return Err("--fingerprint-bits must be 8, 16 or 32".into());
+        }
+        Ok(IndexParquetOptions {
+            column: self.column,
+            row_groups: self.row_groups,
+            buckets: self.buckets,
+            fingerprint_bits: self.fingerprint_bits,
+            index: self.index,
+        })
+    }
 }
 
 fn spinner(msg: &str) -> ProgressBar {
@@ -222,6 +256,29 @@ fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>, String> {
         .iter()
         .map(|s| ValueType::from(ty).parse(s))
         .collect()
+}
+
+/// Runs an indexing pass with a progress bar over its files.
+fn with_progress<T>(
+    job: impl FnOnce(&mut dyn FnMut(usize, usize, &str)) -> Result<T, String>,
+) -> Result<T, String> {
+    let mut pb: Option<ProgressBar> = None;
+    let r = job(&mut |done, total, name| {
+        let p = pb.get_or_insert_with(|| bar(total as u64, "indexing"));
+        p.set_position(done as u64);
+        p.set_message(name.to_string());
+    });
+    if let Some(p) = pb {
+        p.finish_and_clear();
+    }
+    r
+}
+
+fn describe(r: &pq::IndexReport) -> String {
+    format!(
+        "indexed {} partitions ({} values); {} unchanged, {} removed",
+        r.added, r.values, r.unchanged, r.removed
+    )
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -368,37 +425,15 @@ fn run(cli: Cli) -> Result<(), String> {
             ix.verify().map_err(|e| e.to_string())?;
             println!("ok");
         }
-        Cmd::IndexParquet {
-            dir,
-            column,
-            row_groups,
-            buckets,
-            fingerprint_bits,
-            index,
-        } => {
-            if !matches!(fingerprint_bits, 8 | 16 | 32) {
-                return Err("--fingerprint-bits must be 8, 16 or 32".into());
-            }
-            let o = IndexParquetOptions {
-                column,
-                row_groups,
-                buckets,
-                fingerprint_bits,
-                index,
-            };
-            let mut pb: Option<ProgressBar> = None;
-            let r = pq::index_dir(&dir, &o, |done, total, name| {
-                let p = pb.get_or_insert_with(|| bar(total as u64, "indexing"));
-                p.set_position(done as u64);
-                p.set_message(name.to_string());
-            })?;
-            if let Some(p) = pb {
-                p.finish_and_clear();
-            }
-            println!(
-                "indexed {} partitions ({} values); {} unchanged, {} removed",
-                r.added, r.values, r.unchanged, r.removed
-            );
+        Cmd::IndexParquet { dir, how } => {
+            let o = how.options()?;
+            let r = with_progress(|p| pq::index_dir(&dir, &o, p))?;
+            println!("{}", describe(&r));
+        }
+        Cmd::IndexDelta { table, how } => {
+            let o = how.options()?;
+            let (version, r) = with_progress(|p| delta::index_delta(&table, &o, p))?;
+            println!("version {version}: {}", describe(&r));
         }
         Cmd::Serve {
             index,
@@ -426,9 +461,20 @@ fn run(cli: Cli) -> Result<(), String> {
             dir,
             value,
             index,
+            version,
             candidates_only,
         } => {
-            let r = pq::lookup(&dir, index.as_deref(), &value)?;
+            let index_dir = delta::index_dir_of(&dir, index.as_deref());
+            let r = if delta::indexed_version(&index_dir)?.is_some() {
+                delta::lookup(&dir, version, index.as_deref(), &value)?
+            } else if version.is_some() {
+                return Err(format!(
+                    "--version reads a Delta table indexed by `needle index-delta`, and {} is not one",
+                    index_dir.display()
+                ));
+            } else {
+                pq::lookup(&dir, index.as_deref(), &value)?
+            };
             eprintln!("{} candidate partitions", r.candidates.len());
             if candidates_only {
                 for c in &r.candidates {

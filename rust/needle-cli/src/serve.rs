@@ -98,6 +98,14 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         Some(_) => Some(ParquetMeta::load(&opts.index)?),
         None => None,
     };
+    if opts.parquet.is_some() && needle_lake::delta::indexed_version(&opts.index)?.is_some() {
+        // Its candidates are only right together with the table's log (files added or removed
+        // since the index's version), which the service does not read.
+        return Err(format!(
+            "{} indexes a Delta table, which the service does not serve; use `needle lookup` or the Python package",
+            opts.index.display()
+        ));
+    }
     let kind = meta.as_ref().map(|m| m.kind).unwrap_or(opts.kind);
     if !opts.index.join("MANIFEST").exists() {
         return Err(format!(

@@ -1,7 +1,8 @@
 //! The partition index in the data lake: value parsing, and indexing and looking up Parquet
-//! files, shared by the `needle` command and its front ends.
+//! files and Delta Lake tables, shared by the `needle` command and its front ends.
 
 pub mod columns;
+pub mod delta;
 pub mod pq;
 
 use needle_index::Value;

@@ -450,7 +450,7 @@ pub fn lookup_in(
 }
 
 /// The rows of the candidate partitions whose column equals `v`.
-fn read_rows(
+pub(crate) fn read_rows(
     dir: &Path,
     meta: &ParquetMeta,
     v: &Value,

@@ -1,5 +1,6 @@
 //! The native module of the `needle` Python package: the partition index (create, open, add,
-//! remove, candidates) and the indexing of a directory of Parquet files. The Python layer
+//! remove, candidates), the indexing of a directory of Parquet files, and Delta Lake tables
+//! (the transaction log read, indexed and looked up at any version). The Python layer
 //! (`python/needle`) builds row lookups and the DuckDB helper on top of it.
 //!
 //! Long calls release the GIL. Every error of the index or of a Parquet file becomes a
@@ -8,6 +9,7 @@
 use std::path::PathBuf;
 
 use needle_index::{Config, Index, Options, Value};
+use needle_lake::delta;
 use needle_lake::pq::{self, IndexParquetOptions, ParquetMeta};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -267,30 +269,59 @@ fn index_parquet<'py>(
     fingerprint_bits: u32,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let files = pq::parquet_files(&directory).map_err(err)?;
-    index_files(
-        py,
-        directory,
-        files,
+    let o = IndexParquetOptions {
         column,
         row_groups,
-        index,
         buckets,
         fingerprint_bits,
-        progress,
-    )
+        index,
+    };
+    let report = with_progress(py, progress, |p| pq::index_dir(&directory, &o, p))?;
+    report_dict(py, &report)
 }
 
-/// Makes the index of the Parquet files under `directory` cover exactly `files` (paths under
-/// it, e.g. the files live in one version of a Delta table): new ones are indexed, partitions
-/// of files not listed are removed. Options and result as `index_parquet`.
+/// Runs an indexing pass without the GIL, calling `progress(done, total, file)` (with the GIL)
+/// after each file; the first exception the callback raises stops the calls and is re-raised.
+fn with_progress<T: Send>(
+    py: Python<'_>,
+    progress: Option<Py<PyAny>>,
+    job: impl Send + FnOnce(&mut dyn FnMut(usize, usize, &str)) -> Result<T, String>,
+) -> PyResult<T> {
+    let mut callback_error: Option<PyErr> = None;
+    let result = py.detach(|| {
+        job(&mut |done, total, file| {
+            if let (Some(cb), None) = (&progress, &callback_error) {
+                Python::attach(|py| {
+                    if let Err(e) = cb.call1(py, (done, total, file)) {
+                        callback_error = Some(e);
+                    }
+                });
+            }
+        })
+    });
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    result.map_err(err)
+}
+
+fn report_dict<'py>(py: Python<'py>, report: &pq::IndexReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("added", report.added)?;
+    d.set_item("removed", report.removed)?;
+    d.set_item("unchanged", report.unchanged)?;
+    d.set_item("values", report.values)?;
+    Ok(d)
+}
+
+/// Brings the index of the Delta table in `table` up to its latest version on `column` (see
+/// `needle.index_delta`). Returns {version, added, removed, unchanged, values}.
 #[pyfunction]
-#[pyo3(signature = (directory, files, column, *, row_groups = false, index = None, buckets = None, fingerprint_bits = 16, progress = None))]
+#[pyo3(signature = (table, column, *, row_groups = false, index = None, buckets = None, fingerprint_bits = 16, progress = None))]
 #[allow(clippy::too_many_arguments)]
-fn index_files<'py>(
+fn index_delta<'py>(
     py: Python<'py>,
-    directory: PathBuf,
-    files: Vec<PathBuf>,
+    table: PathBuf,
     column: String,
     row_groups: bool,
     index: Option<PathBuf>,
@@ -305,28 +336,98 @@ fn index_files<'py>(
         fingerprint_bits,
         index,
     };
-    let mut callback_error: Option<PyErr> = None;
-    let report = py.detach(|| {
-        pq::index_files(&directory, &files, &o, |done, total, file| {
-            if let (Some(cb), None) = (&progress, &callback_error) {
-                Python::attach(|py| {
-                    if let Err(e) = cb.call1(py, (done, total, file)) {
-                        callback_error = Some(e);
-                    }
-                });
-            }
-        })
-    });
-    if let Some(e) = callback_error {
-        return Err(e);
-    }
-    let report = report.map_err(err)?;
-    let d = PyDict::new(py);
-    d.set_item("added", report.added)?;
-    d.set_item("removed", report.removed)?;
-    d.set_item("unchanged", report.unchanged)?;
-    d.set_item("values", report.values)?;
+    let (version, report) = with_progress(py, progress, |p| delta::index_delta(&table, &o, p))?;
+    let d = report_dict(py, &report)?;
+    d.set_item("version", version)?;
     Ok(d)
+}
+
+/// The table version the index in `index_dir` covers, or None.
+#[pyfunction]
+fn delta_indexed_version(index_dir: PathBuf) -> PyResult<Option<u64>> {
+    delta::indexed_version(&index_dir).map_err(err)
+}
+
+/// One version of a Delta table, read from its transaction log: its live data files (by path
+/// relative to the table, with their partition values), partition columns and schema.
+#[pyclass(module = "needle._native", name = "DeltaSnapshot", frozen)]
+struct DeltaSnapshot {
+    inner: delta::DeltaSnapshot,
+}
+
+#[pymethods]
+impl DeltaSnapshot {
+    /// Loads `version` (default: the latest) of the table in `table`.
+    #[staticmethod]
+    #[pyo3(signature = (table, version = None))]
+    fn load(py: Python<'_>, table: PathBuf, version: Option<u64>) -> PyResult<DeltaSnapshot> {
+        let inner = py
+            .detach(|| delta::DeltaSnapshot::load(&table, version))
+            .map_err(err)?;
+        Ok(DeltaSnapshot { inner })
+    }
+
+    #[getter]
+    fn version(&self) -> u64 {
+        self.inner.version
+    }
+
+    #[getter]
+    fn root(&self) -> PathBuf {
+        self.inner.root.clone()
+    }
+
+    /// {relative path: {partition column: value as the log writes it, or None}}.
+    #[getter]
+    fn files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (path, values) in &self.inner.files {
+            let v = PyDict::new(py);
+            for (k, x) in values {
+                v.set_item(k, x)?;
+            }
+            d.set_item(path, v)?;
+        }
+        Ok(d)
+    }
+
+    #[getter]
+    fn partition_columns(&self) -> Vec<String> {
+        self.inner.partition_columns.clone()
+    }
+
+    /// The schema as the log stores it (Delta's JSON form).
+    #[getter]
+    fn schema(&self) -> String {
+        self.inner.schema.clone()
+    }
+
+    /// Raises `NeedleError` if `column` is a partition column.
+    fn check_column(&self, column: &str) -> PyResult<()> {
+        self.inner.check_column(column).map_err(err)
+    }
+
+    /// The partition ids of this version that may hold `value`, given as the index hashes it:
+    /// the index's candidates among the live files, plus every live file it does not hold.
+    fn candidates(
+        &self,
+        py: Python<'_>,
+        index_dir: PathBuf,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<String>> {
+        let v = to_value(value)?;
+        py.detach(|| delta::candidates(&self.inner, &index_dir, &v))
+            .map_err(err)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "DeltaSnapshot({:?}, version={}, files={})",
+            self.inner.root,
+            self.inner.version,
+            self.inner.files.len()
+        )
+    }
 }
 
 /// What the index in `index_dir` covers: {column, type ("string", "int" or "binary"),
@@ -362,8 +463,10 @@ fn split_partition_id(id: &str) -> (String, Option<usize>) {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NeedleError", m.py().get_type::<NeedleError>())?;
     m.add_class::<PartitionIndex>()?;
+    m.add_class::<DeltaSnapshot>()?;
+    m.add_function(wrap_pyfunction!(index_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(delta_indexed_version, m)?)?;
     m.add_function(wrap_pyfunction!(index_parquet, m)?)?;
-    m.add_function(wrap_pyfunction!(index_files, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_index_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(split_partition_id, m)?)?;

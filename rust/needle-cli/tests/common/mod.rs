@@ -84,9 +84,19 @@ pub fn generate_with(dir: &Path, files: usize, groups: usize, rows: usize, codec
 
 /// The rows whose `column` equals `value`, by reading every row of every file.
 pub fn full_scan(dir: &Path, column: &str, value: &needle_index::Value) -> Vec<pq::FoundRow> {
+    full_scan_files(dir, &pq::parquet_files(dir).unwrap(), column, value)
+}
+
+/// As [`full_scan`], over the given files (under `dir`) alone.
+pub fn full_scan_files(
+    dir: &Path,
+    files: &[std::path::PathBuf],
+    column: &str,
+    value: &needle_index::Value,
+) -> Vec<pq::FoundRow> {
     let mut out = Vec::new();
-    for f in pq::parquet_files(dir).unwrap() {
-        let r = SerializedFileReader::new(std::fs::File::open(&f).unwrap()).unwrap();
+    for f in files {
+        let r = SerializedFileReader::new(std::fs::File::open(f).unwrap()).unwrap();
         for (i, row) in r.get_row_iter(None).unwrap().enumerate() {
             let row = row.unwrap();
             let hit = row.get_column_iter().any(|(n, fld)| {

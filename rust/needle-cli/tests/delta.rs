@@ -1,0 +1,291 @@
+//! `needle index-delta` + `needle lookup` on Delta tables whose log is written here commit by
+//! commit: at every version, lookups return exactly the rows of a full scan of the files live
+//! in that version, while the index lags behind and once it has caught up; what the reader does
+//! not read is refused with a message.
+
+use needle_index::Value;
+use needle_lake::delta;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{full_scan_files, generate, needle};
+
+const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;
+
+fn metadata(partition_columns: &str, configuration: &str) -> String {
+    format!(
+        r#"{{"metaData":{{"id":"t","format":{{"provider":"parquet","options":{{}}}},"schemaString":"{SCHEMA}","partitionColumns":[{partition_columns}],"configuration":{{{configuration}}},"createdTime":0}}}}"#
+    )
+}
+
+/// A path as the log writes it: a relative URI.
+fn uri(path: &str) -> String {
+    path.replace('%', "%25").replace(' ', "%20")
+}
+
+fn add(path: &str) -> String {
+    format!(
+        r#"{{"add":{{"path":"{}","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true}}}}"#,
+        uri(path)
+    )
+}
+
+fn remove(path: &str) -> String {
+    format!(
+        r#"{{"remove":{{"path":"{}","deletionTimestamp":0,"dataChange":true}}}}"#,
+        uri(path)
+    )
+}
+
+fn commit(table: &Path, version: u64, actions: &[String]) {
+    let log = table.join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    let mut text = actions.join("\n");
+    text.push('\n');
+    std::fs::write(log.join(format!("{version:020}.json")), text).unwrap();
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The files live at `version` (a model of the log) compared with what lookups return.
+fn check_version(table: &Path, version: u64, live: &BTreeSet<String>) {
+    let files: Vec<PathBuf> = live.iter().map(|f| table.join(f)).collect();
+    let snap = delta::DeltaSnapshot::load(table, Some(version)).unwrap();
+    assert_eq!(
+        snap.files.keys().cloned().collect::<BTreeSet<_>>(),
+        *live,
+        "live files of version {version}"
+    );
+    let mut nonempty = 0;
+    for v in (0..5200i64).step_by(97) {
+        let want = full_scan_files(table, &files, "id", &Value::Int(v));
+        let got = delta::lookup(table, Some(version), None, &v.to_string()).unwrap();
+        assert_eq!(got.rows, want, "version {version} value {v}");
+        for c in &got.candidates {
+            assert!(
+                live.contains(needle_lake::pq::split_id(c).0),
+                "{c} is not live in version {version}"
+            );
+        }
+        nonempty += !want.is_empty() as usize;
+    }
+    assert!(
+        live.is_empty() || nonempty > 5,
+        "the probes should find rows"
+    );
+}
+
+#[test]
+fn lookups_at_every_version_equal_a_full_scan_of_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path();
+    generate(table, 12, 2, 150);
+    // A name the log must percent-encode.
+    std::fs::rename(
+        table.join("sub/part-003.parquet"),
+        table.join("sub/part 003%.parquet"),
+    )
+    .unwrap();
+    let pool: Vec<String> = common_pool(table);
+    assert_eq!(pool.len(), 12);
+    // Commits: the first adds three files; each later one adds one or two files not live
+    // and removes up to two live ones (a file may come back after its removal).
+    let mut rnd = 0x1234_5678_u64;
+    let mut next = |n: u64| {
+        rnd = rnd
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (rnd >> 33) % n
+    };
+    let mut live: BTreeSet<String> = pool[..3].iter().cloned().collect();
+    let mut versions = vec![live.clone()];
+    let mut logs = vec![vec![
+        PROTOCOL.to_string(),
+        metadata("", ""),
+        add(&pool[0]),
+        add(&pool[1]),
+        add(&pool[2]),
+    ]];
+    for _ in 1..=12 {
+        let mut actions = Vec::new();
+        for _ in 0..next(3) {
+            let gone: Vec<String> = live.iter().cloned().collect();
+            if let Some(f) = gone.get(next(gone.len().max(1) as u64) as usize) {
+                live.remove(f);
+                actions.push(remove(f));
+            }
+        }
+        for _ in 0..1 + next(2) {
+            let f = &pool[next(pool.len() as u64) as usize];
+            if live.insert(f.clone()) {
+                actions.push(add(f));
+            }
+        }
+        versions.push(live.clone());
+        logs.push(actions);
+    }
+    // The index is made at version 4 and lags behind the eight commits after it.
+    for (v, actions) in logs.iter().enumerate().take(5) {
+        commit(table, v as u64, actions);
+    }
+    let t = table.to_str().unwrap();
+    let o = needle(&["index-delta", t, "--column", "id"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("version 4: indexed "));
+    for (v, actions) in logs.iter().enumerate().skip(5) {
+        commit(table, v as u64, actions);
+    }
+    let index_dir = table.join(".needle-index");
+    assert_eq!(delta::indexed_version(&index_dir).unwrap(), Some(4));
+    for (v, files) in versions.iter().enumerate() {
+        check_version(table, v as u64, files);
+    }
+    // Caught up: the latest version and every older one (time travel).
+    let o = needle(&["index-delta", t, "--column", "id"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(delta::indexed_version(&index_dir).unwrap(), Some(12));
+    for (v, files) in versions.iter().enumerate() {
+        check_version(table, v as u64, files);
+    }
+    // The command prints the rows of the version asked for.
+    let files: Vec<PathBuf> = versions[7].iter().map(|f| table.join(f)).collect();
+    let value = (0..5000i64)
+        .find(|v| !full_scan_files(table, &files, "id", &Value::Int(*v)).is_empty())
+        .unwrap();
+    let o = needle(&["lookup", t, &value.to_string(), "--version", "7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().lines().count(),
+        full_scan_files(table, &files, "id", &Value::Int(value)).len()
+    );
+}
+
+/// The pool of data files `generate` wrote, relative to the table.
+fn common_pool(table: &Path) -> Vec<String> {
+    needle_lake::pq::parquet_files(table)
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f.strip_prefix(table)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn what_the_reader_does_not_read_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refused = |actions: &[String], column: &str, want: &str| {
+        let table = tempfile::tempdir_in(tmp.path()).unwrap();
+        generate(table.path(), 1, 1, 20);
+        commit(table.path(), 0, actions);
+        let o = needle(&[
+            "index-delta",
+            table.path().to_str().unwrap(),
+            "--column",
+            column,
+        ]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(want), "{want:?} in {}", stderr(&o));
+        assert!(!table.path().join(".needle-index").exists());
+    };
+    let data = add("part-000.parquet");
+    let features = |f: &str| {
+        format!(
+            r#"{{"protocol":{{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["{f}"],"writerFeatures":["{f}"]}}}}"#
+        )
+    };
+    refused(
+        &[features("deletionVectors"), metadata("", ""), data.clone()],
+        "id",
+        "uses deletion vectors",
+    );
+    refused(
+        &[features("v2Checkpoint"), metadata("", ""), data.clone()],
+        "id",
+        "reader feature \"v2Checkpoint\"",
+    );
+    refused(
+        &[
+            r#"{"protocol":{"minReaderVersion":2,"minWriterVersion":5}}"#.into(),
+            metadata("", r#""delta.columnMapping.mode":"name""#),
+            data.clone(),
+        ],
+        "id",
+        "column mapping",
+    );
+    refused(
+        &[PROTOCOL.into(), metadata(r#""id""#, ""), data.clone()],
+        "id",
+        "is a partition column",
+    );
+    refused(
+        &[
+            PROTOCOL.into(),
+            metadata("", ""),
+            add("/elsewhere/x.parquet"),
+        ],
+        "id",
+        "outside its folder",
+    );
+    refused(
+        &[PROTOCOL.into(), metadata("", ""), "{not json".into()],
+        "id",
+        "00000000000000000000.json line 3: not JSON",
+    );
+
+    // Not a table; versions that do not exist or whose log is gone.
+    let o = needle(&[
+        "index-delta",
+        tmp.path().to_str().unwrap(),
+        "--column",
+        "id",
+    ]);
+    assert!(stderr(&o).contains("is not a Delta table (no _delta_log folder)"));
+    let table = tmp.path().join("t");
+    generate(&table, 2, 1, 20);
+    commit(
+        &table,
+        0,
+        &[PROTOCOL.into(), metadata("", ""), add("part-000.parquet")],
+    );
+    commit(&table, 1, &[add("sub/part-001.parquet")]);
+    let t = table.to_str().unwrap();
+    assert!(needle(&["index-delta", t, "--column", "id"])
+        .status
+        .success());
+    let o = needle(&["lookup", t, "1", "--version", "9"]);
+    assert!(
+        stderr(&o).contains("has no version 9; the latest is 1"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(table.join("_delta_log/00000000000000000000.json")).unwrap();
+    let o = needle(&["lookup", t, "1", "--version", "1"]);
+    assert!(
+        stderr(&o).contains("can no longer be read: its log starts at version 1"),
+        "{}",
+        stderr(&o)
+    );
+    // A plain Parquet index has no versions; the service does not serve a Delta index.
+    let plain = tmp.path().join("plain");
+    generate(&plain, 1, 1, 20);
+    let p = plain.to_str().unwrap();
+    assert!(needle(&["index-parquet", p, "--column", "id"])
+        .status
+        .success());
+    let o = needle(&["lookup", p, "1", "--version", "0"]);
+    assert!(
+        stderr(&o).contains("--version reads a Delta table"),
+        "{}",
+        stderr(&o)
+    );
+    let o = needle(&["serve", "--parquet", t, "--listen", "127.0.0.1:0"]);
+    assert!(stderr(&o).contains("does not serve"), "{}", stderr(&o));
+}
