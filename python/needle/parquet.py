@@ -66,20 +66,29 @@ def index_dir_of(directory: PathLike, index: PathLike | None) -> Path:
     return Path(index) if index is not None else Path(default_index_dir(os.fspath(directory)))
 
 
-def parquet_files(directory: Path) -> list[Path]:
-    """The Parquet files the index of a directory covers: hidden folders skipped."""
-    return sorted(
-        p
-        for p in directory.rglob("*.parquet")
-        if not any(part.startswith(".") for part in p.relative_to(directory).parts[:-1])
-    )
+def first_parquet_file(directory: Path) -> Path | None:
+    """The first Parquet file of ``directory`` in name order (hidden folders skipped), found
+    without listing every file: an answer with no candidate only needs one file's columns."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return None
+    for e in entries:
+        if e.name.endswith(".parquet") and e.is_file():
+            return Path(e.path)
+    for e in entries:
+        if not e.name.startswith(".") and e.is_dir():
+            found = first_parquet_file(Path(e.path))
+            if found is not None:
+                return found
+    return None
 
 
 def _schema(directory: Path) -> pyarrow.Schema | None:
     import pyarrow.parquet as pq
 
-    files = parquet_files(directory)
-    return pq.read_schema(files[0]) if files else None
+    first = first_parquet_file(directory)
+    return pq.read_schema(first) if first is not None else None
 
 
 def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None = None) -> list[Candidate]:
@@ -146,10 +155,11 @@ def duckdb_lookup(
     where = f"{_sql_identifier(column)} = $value"
     if not files:
         # No candidate: an empty answer with the table's columns.
-        files = [str(p) for p in parquet_files(directory)[:1]]
-        where = "false AND " + where
-        if not files:
+        first = first_parquet_file(directory)
+        if first is None:
             raise NeedleError(f"{directory} holds no Parquet files")
+        files = [str(first)]
+        where = "false AND " + where
     file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
     query = f"SELECT {select} FROM read_parquet({file_list}, union_by_name = true) WHERE {where}"
     return connection.sql(query, params={"value": value})

@@ -45,7 +45,7 @@ class DifferentialIT {
 
     @Test
     void oneNode() throws Exception {
-        new Run(1, Integer.getInteger("needle.diff.ops", 10_000)).run();
+        new Run(1, Integer.getInteger("needle.diff.ops", 6_000)).run();
     }
 
     @Test
