@@ -402,19 +402,20 @@ fn json_action(json: &serde_json::Value) -> Result<Option<Action>, String> {
             .map(|a| a.iter().filter_map(J::as_str).map(str::to_string).collect())
             .unwrap_or_default()
     };
-    if let Some(add) = json.get("add") {
-        let partition_values = add
-            .get("partitionValues")
-            .and_then(J::as_object)
+    // A map of strings; a value that is not a string (a null partition value) is None.
+    let map = |v: Option<&J>| -> PartitionValues {
+        v.and_then(J::as_object)
             .map(|m| {
                 m.iter()
                     .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string)))
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    if let Some(add) = json.get("add") {
         return Ok(Some(Action::Add {
             path: decode_path(&text(add, "path", "add")?)?,
-            partition_values,
+            partition_values: map(add.get("partitionValues")),
         }));
     }
     if let Some(remove) = json.get("remove") {
@@ -423,18 +424,9 @@ fn json_action(json: &serde_json::Value) -> Result<Option<Action>, String> {
         }));
     }
     if let Some(meta) = json.get("metaData") {
-        let configuration = meta
-            .get("configuration")
-            .and_then(J::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
         return Ok(Some(Action::Metadata {
             partition_columns: strings(meta.get("partitionColumns")),
-            configuration,
+            configuration: without_nulls(map(meta.get("configuration"))),
             schema: text(meta, "schemaString", "metaData")?,
         }));
     }
@@ -476,10 +468,7 @@ fn checkpoint_actions(path: &Path) -> Result<Vec<Action>, String> {
                 },
                 "metaData" => Action::Metadata {
                     partition_columns: group_list(g, "partitionColumns"),
-                    configuration: group_map(g, "configuration")
-                        .into_iter()
-                        .filter_map(|(k, v)| Some((k, v?)))
-                        .collect(),
+                    configuration: without_nulls(group_map(g, "configuration")),
                     schema: group_str(g, "schemaString").unwrap_or_default(),
                 },
                 "protocol" => Action::Protocol {
@@ -538,6 +527,11 @@ fn group_map(g: &Row, key: &str) -> PartitionValues {
             .collect(),
         _ => PartitionValues::new(),
     }
+}
+
+/// A map's entries that have a value.
+fn without_nulls(m: PartitionValues) -> BTreeMap<String, String> {
+    m.into_iter().filter_map(|(k, v)| Some((k, v?))).collect()
 }
 
 /// A path as the log writes it (a relative URI, percent-encoded) as a file path.
