@@ -1,8 +1,8 @@
 """Delta Lake tables: the index follows the table's versions, and a lookup at any version never
 misses a file live in it, however far the index lags behind.
 
-The transaction log (JSON commits and Parquet checkpoints) is read by Needle's own reader, the
-one the ``needle`` command uses; no Delta package is needed. The index lives in
+The transaction log is read by the Delta kernel (``delta_kernel``, built into the native module),
+as in the ``needle`` command; no Delta package is needed. The index lives in
 ``TABLE/.needle-index`` (Delta readers and ``VACUUM`` leave hidden folders alone) with the
 version it covers; its partitions are the table's data files, by their path in the log.
 """
@@ -53,8 +53,8 @@ def index_delta(
     Returns ``{"version", "added", "removed", "unchanged", "values"}``.
 
     Raises:
-        NeedleError: the table cannot be read, uses features this version does not read
-            (deletion vectors, column mapping), ``column`` is a partition column, or a file
+        NeedleError: the table cannot be read, uses what this version does not read (a
+            live file with a deletion vector, column mapping), ``column`` is a partition column, or a file
             cannot be indexed (the message names it).
     """
     root = _local(table)

@@ -144,10 +144,12 @@ def test_a_multi_part_checkpoint_replaces_the_cleaned_up_log(tmp_path):
         needle.delta_lookup(table, 1, version=latest - 2)
 
 
-def test_deletion_vectors_are_refused(tmp_path):
+def test_a_live_file_with_a_deletion_vector_is_refused(tmp_path):
     table = tmp_path / "t"
     write_deltalake(str(table), batch(random.Random(2), 10))
     needle.index_delta(table, "key")
+    log = table / "_delta_log"
+    (add,) = [a["add"] for a in map(json.loads, (log / f"{0:020}.json").read_text().splitlines()) if "add" in a]
     protocol = {
         "protocol": {
             "minReaderVersion": 3,
@@ -156,7 +158,20 @@ def test_deletion_vectors_are_refused(tmp_path):
             "writerFeatures": ["deletionVectors"],
         }
     }
-    (table / "_delta_log" / f"{1:020}.json").write_text(json.dumps(protocol) + "\n")
-    with pytest.raises(needle.NeedleError, match="deletion vectors"):
+    # Version 1 enables the feature: no file has a vector yet, and the table reads.
+    (log / f"{1:020}.json").write_text(json.dumps(protocol) + "\n")
+    assert rows(needle.delta_lookup(table, 1)) == rows(truth(table, 0, 1))
+    # Version 2 gives the file a vector (the protocol's example descriptor).
+    dv = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
+        "offset": 4,
+        "sizeInBytes": 40,
+        "cardinality": 1,
+    }
+    remove = {"path": add["path"], "deletionTimestamp": 1, "dataChange": True}
+    commit = [{"remove": remove}, {"add": {**add, "deletionVector": dv}}]
+    (log / f"{2:020}.json").write_text("".join(json.dumps(a) + "\n" for a in commit))
+    with pytest.raises(needle.NeedleError, match="has a deletion vector"):
         needle.delta_lookup(table, 1)
-    assert rows(needle.delta_lookup(table, 1, version=0)) == rows(truth(table, 0, 1))
+    assert rows(needle.delta_lookup(table, 1, version=1)) == rows(truth(table, 0, 1))

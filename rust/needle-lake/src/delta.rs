@@ -1,24 +1,26 @@
-//! Delta Lake tables on a local file system: the transaction log (JSON commits and Parquet
-//! checkpoints) replayed to the data files live at a version, an index that follows the table's
-//! versions, and lookups at any version that never miss a file live in it, however far the
-//! index lags behind.
+//! Delta Lake tables on a local file system: the data files live at a version (the transaction
+//! log replayed by the Delta kernel), an index that follows the table's versions, and lookups
+//! at any version that never miss a file live in it, however far the index lags behind.
 //!
 //! The index lives in `TABLE/.needle-index` (Delta readers and `VACUUM` leave hidden folders
 //! alone), with the version it covers in [`VERSION_FILE`]; its partitions are the table's data
 //! files (or their row groups), by their path relative to the table.
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, ParquetMeta};
+use delta_kernel::object_store::local::LocalFileSystem;
+use delta_kernel::scan::state::ScanFile;
+use delta_kernel::table_features::ColumnMappingMode;
+use delta_kernel::{Engine, Snapshot};
+use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
+use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
 use needle_index::{Index, Options, Value};
-use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::record::{Field, Row};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+use url::Url;
 
 /// File in the index directory holding the table version the index covers.
 pub const VERSION_FILE: &str = "delta-version.txt";
-
-/// Reader features that do not change which files are live or how their rows read.
-const UNDERSTOOD_FEATURES: &[&str] = &["timestampNtz", "vacuumProtocolCheck", "typeWidening"];
 
 /// Partition values of a data file, by column; `None` is a null.
 pub type PartitionValues = BTreeMap<String, Option<String>>;
@@ -36,182 +38,81 @@ pub struct DeltaSnapshot {
     pub files: BTreeMap<String, PartitionValues>,
     /// The table's partition columns.
     pub partition_columns: Vec<String>,
-    /// The table's schema, as the log stores it (Delta's JSON schema).
+    /// The table's schema in Delta's JSON form (as the log stores it).
     pub schema: String,
-    configuration: BTreeMap<String, String>,
-    min_reader_version: i64,
-    reader_features: Vec<String>,
-}
-
-/// One action of the log that matters to a reader.
-enum Action {
-    Add {
-        path: String,
-        partition_values: PartitionValues,
-    },
-    Remove {
-        path: String,
-    },
-    Metadata {
-        partition_columns: Vec<String>,
-        configuration: BTreeMap<String, String>,
-        schema: String,
-    },
-    Protocol {
-        min_reader_version: i64,
-        reader_features: Vec<String>,
-    },
-}
-
-/// What `_delta_log` holds: commit versions, and the complete checkpoints by version.
-#[derive(Default)]
-struct Listing {
-    commits: BTreeSet<u64>,
-    checkpoints: BTreeMap<u64, Vec<PathBuf>>,
 }
 
 impl DeltaSnapshot {
-    /// Loads version `version` (default: the latest) of the table in `root`: the newest
-    /// checkpoint at or before it, then every commit after that checkpoint, in order.
+    /// Loads version `version` (default: the latest) of the table in `root`, through the Delta
+    /// kernel: the newest checkpoint at or before it and the commits after, as the protocol
+    /// specifies (JSON commits, classic, multi-part and V2 checkpoints, log compaction).
     ///
     /// Errors name what failed: not a Delta table, a version that does not exist or whose log
-    /// was cleaned up, an unreadable commit or checkpoint, a feature this reader does not read
-    /// (deletion vectors, column mapping, V2 checkpoints, anything unknown), a data file
-    /// outside the table's folder.
+    /// was cleaned up, an unreadable commit or checkpoint, a table feature the kernel does not
+    /// read, what Needle does not read (a live file with a deletion vector, column mapping), a
+    /// data file outside the table's folder.
     pub fn load(root: &Path, version: Option<u64>) -> Result<DeltaSnapshot, String> {
-        let log = root.join("_delta_log");
-        if !log.is_dir() {
+        let table = root.display();
+        if !root.join("_delta_log").is_dir() {
             return Err(format!(
-                "{} is not a Delta table (no _delta_log folder)",
-                root.display()
+                "{table} is not a Delta table (no _delta_log folder)"
             ));
         }
-        let listing = list_log(&log)?;
-        let latest = listing
-            .commits
-            .iter()
-            .chain(listing.checkpoints.keys())
-            .max()
-            .copied()
-            .ok_or_else(|| format!("{} holds no commit", log.display()))?;
-        let target = version.unwrap_or(latest);
-        if target > latest {
-            return Err(format!(
-                "{} has no version {target}; the latest is {latest}",
-                root.display()
-            ));
+        let url = table_url(root)?;
+        let engine = engine();
+        let mut builder = Snapshot::builder_for(url.as_str());
+        if let Some(v) = version {
+            builder = builder.at_version(v);
         }
-        let checkpoint = listing.checkpoints.range(..=target).next_back();
-        let first = checkpoint.map_or(0, |(v, _)| v + 1);
-        if let Some(v) = (first..=target).find(|v| !listing.commits.contains(v)) {
-            return Err(match listing.commits.first() {
-                Some(&oldest) if oldest > first => format!(
-                    "version {target} of {} can no longer be read: its log starts at version {oldest} \
-                     and holds no checkpoint at or before {target}",
-                    root.display()
-                ),
-                _ => format!("{}: the commit of version {v} is missing", log.display()),
-            });
-        }
-        let mut snap = DeltaSnapshot {
-            root: root.to_path_buf(),
-            version: target,
-            ..DeltaSnapshot::default()
-        };
-        if let Some((_, parts)) = checkpoint {
-            for part in parts {
-                for action in checkpoint_actions(part)? {
-                    snap.apply(action);
-                }
-            }
-        }
-        for v in first..=target {
-            let path = log.join(format!("{v:020}.json"));
-            for action in commit_actions(&path)? {
-                snap.apply(action);
-            }
-        }
-        snap.check_readable()?;
-        Ok(snap)
-    }
-
-    fn apply(&mut self, action: Action) {
-        match action {
-            Action::Add {
-                path,
-                partition_values,
-            } => {
-                self.files.insert(path, partition_values);
-            }
-            Action::Remove { path } => {
-                self.files.remove(&path);
-            }
-            Action::Metadata {
-                partition_columns,
-                configuration,
-                schema,
-            } => {
-                self.partition_columns = partition_columns;
-                self.configuration = configuration;
-                self.schema = schema;
-            }
-            Action::Protocol {
-                min_reader_version,
-                reader_features,
-            } => {
-                self.min_reader_version = min_reader_version;
-                self.reader_features = reader_features;
-            }
-        }
-    }
-
-    /// Refuses what this reader would read wrong: rows a deletion vector hides would be
-    /// returned, renamed columns would not be found, a V2 checkpoint's sidecars would be missed.
-    fn check_readable(&self) -> Result<(), String> {
-        let table = self.root.display();
-        if self.min_reader_version > 3 {
-            return Err(format!(
-                "{table} needs a Delta reader of version {}, and this one reads up to 3",
-                self.min_reader_version
-            ));
-        }
-        for f in &self.reader_features {
-            match f.as_str() {
-                "deletionVectors" => {
-                    return Err(format!(
-                        "{table} uses deletion vectors, which this version does not read: rows a \
-                         deletion vector hides would be returned"
-                    ))
-                }
-                "columnMapping" => {
-                    return Err(format!(
-                        "{table} uses column mapping, which this version does not read"
-                    ))
-                }
-                f if UNDERSTOOD_FEATURES.contains(&f) => {}
-                f => {
-                    return Err(format!(
-                    "{table} uses the Delta reader feature {f:?}, which this version does not read"
-                ))
-                }
-            }
-        }
-        let mapping = self.configuration.get("delta.columnMapping.mode");
-        if mapping.is_some_and(|m| m != "none") {
+        let snapshot = builder
+            .build(engine)
+            .map_err(|e| explain_load_error(root, &url, version, e))?;
+        let config = snapshot.table_configuration();
+        if config.column_mapping_mode() != ColumnMappingMode::None {
             return Err(format!(
                 "{table} uses column mapping, which this version does not read"
             ));
         }
-        if let Some(p) = self
-            .files
-            .keys()
-            .find(|p| p.contains("://") || p.starts_with('/'))
-        {
-            return Err(format!(
-                "{table} holds a file outside its folder ({p}), which this version does not read"
-            ));
+        let partition_columns = config.logical_partition_columns().to_vec();
+        let schema = serde_json::to_string(snapshot.schema().as_ref())
+            .map_err(|e| format!("{table}: the schema cannot be written as JSON: {e}"))?;
+        let version = snapshot.version();
+        let kernel_err = |e: delta_kernel::KernelError| {
+            with_bad_json(
+                root,
+                format!("cannot read version {version} of {table}: {e}"),
+            )
+        };
+        let scan = snapshot.scan_builder().build().map_err(kernel_err)?;
+        let mut found: Vec<ScanFile> = Vec::new();
+        for meta in scan.scan_metadata(engine).map_err(kernel_err)? {
+            found = meta
+                .map_err(kernel_err)?
+                .visit_scan_files(found, |files, f| files.push(f))
+                .map_err(kernel_err)?;
         }
-        Ok(())
+        let mut files = BTreeMap::new();
+        for f in found {
+            let rel = relative_path(root, &url, &f.path)?;
+            if f.dv_info.has_vector() {
+                return Err(format!(
+                    "{table}: the data file {rel} has a deletion vector, which this version does \
+                     not read: rows the vector hides would be returned"
+                ));
+            }
+            let values: PartitionValues = partition_columns
+                .iter()
+                .map(|c| (c.clone(), f.partition_values.get(c).cloned()))
+                .collect();
+            files.insert(rel, values);
+        }
+        Ok(DeltaSnapshot {
+            root: root.to_path_buf(),
+            version,
+            files,
+            partition_columns,
+            schema,
+        })
     }
 
     /// Refuses to index a partition column: Delta's own partition pruning finds its files.
@@ -323,251 +224,95 @@ pub fn lookup(
     pq::read_rows(root, &meta, &v, found)
 }
 
-/// `_delta_log`'s commits and complete checkpoints (single-file, or every part of a
-/// multi-part one). Other files (CRC files, compacted logs, V2 checkpoints) are not needed.
-fn list_log(log: &Path) -> Result<Listing, String> {
-    let read_err = |e: std::io::Error| format!("cannot list {}: {e}", log.display());
-    let mut listing = Listing::default();
-    // (version, parts) -> the parts found, by number.
-    let mut multipart: BTreeMap<(u64, u32), BTreeMap<u32, PathBuf>> = BTreeMap::new();
-    for entry in std::fs::read_dir(log).map_err(read_err)? {
-        let path = entry.map_err(read_err)?.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+/// The kernel's engine on the local file system, shared (it runs one background thread for
+/// its I/O).
+fn engine() -> &'static dyn Engine {
+    static ENGINE: LazyLock<DefaultEngine<TokioBackgroundExecutor>> =
+        LazyLock::new(|| DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build());
+    &*ENGINE
+}
+
+/// The table's folder as the `file://` URL of a directory (the form the kernel resolves the
+/// log's relative paths against).
+fn table_url(root: &Path) -> Result<Url, String> {
+    let abs = std::path::absolute(root)
+        .map_err(|e| format!("cannot resolve the path {}: {e}", root.display()))?;
+    Url::from_directory_path(&abs)
+        .map_err(|()| format!("{} cannot be written as a file URL", abs.display()))
+}
+
+/// A data file's path as the log writes it (a URI, relative to the table and percent-encoded,
+/// or absolute) as a path relative to the table's folder; a file outside it is refused.
+fn relative_path(root: &Path, url: &Url, log_path: &str) -> Result<String, String> {
+    let outside = || {
+        format!(
+            "{} holds a file outside its folder ({log_path}), which this version does not read",
+            root.display()
+        )
+    };
+    let file = url.join(log_path).map_err(|_| outside())?;
+    let (Ok(file), Ok(dir)) = (file.to_file_path(), url.to_file_path()) else {
+        return Err(outside());
+    };
+    let rel = file.strip_prefix(&dir).map_err(|_| outside())?;
+    rel.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("the data file path {log_path:?} is not UTF-8 once decoded"))
+}
+
+/// The kernel's error for a snapshot that could not be built, with what a user needs first:
+/// a version past the latest, or one whose log was cleaned up.
+fn explain_load_error(
+    root: &Path,
+    url: &Url,
+    version: Option<u64>,
+    e: delta_kernel::KernelError,
+) -> String {
+    let table = root.display();
+    let Some(v) = version else {
+        return with_bad_json(root, format!("cannot read {table}: {e}"));
+    };
+    let message = match Snapshot::builder_for(url.as_str()).build(engine()) {
+        Ok(latest) if v > latest.version() => format!(
+            "{table} has no version {v}; the latest is {}",
+            latest.version()
+        ),
+        Ok(_) => format!(
+            "version {v} of {table} can no longer be read (log retention may have removed the \
+             commits and checkpoints it is rebuilt from): {e}"
+        ),
+        Err(_) => format!("cannot read version {v} of {table}: {e}"),
+    };
+    with_bad_json(root, message)
+}
+
+/// `message`, followed by the first line of a commit in `_delta_log` that is not JSON, if
+/// there is one: the kernel's JSON errors do not name the file.
+fn with_bad_json(root: &Path, message: String) -> String {
+    let log = root.join("_delta_log");
+    let Ok(entries) = std::fs::read_dir(&log) else {
+        return message;
+    };
+    let mut commits: Vec<PathBuf> = entries
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    commits.sort();
+    for path in commits {
+        let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let Some((version, rest)) = name.split_at_checked(20) else {
-            continue;
-        };
-        let Ok(version) = version.parse::<u64>() else {
-            continue;
-        };
-        match rest.split('.').collect::<Vec<_>>()[..] {
-            ["", "json"] => {
-                listing.commits.insert(version);
-            }
-            ["", "checkpoint", "parquet"] => {
-                listing.checkpoints.insert(version, vec![path.clone()]);
-            }
-            ["", "checkpoint", part, parts, "parquet"] if part.len() == 10 && parts.len() == 10 => {
-                if let (Ok(part), Ok(parts)) = (part.parse(), parts.parse()) {
-                    multipart
-                        .entry((version, parts))
-                        .or_default()
-                        .insert(part, path.clone());
+        for (n, line) in text.lines().enumerate() {
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
+                if !line.trim().is_empty() {
+                    return format!(
+                        "{message} ({} line {}: not JSON: {e})",
+                        path.display(),
+                        n + 1
+                    );
                 }
             }
-            _ => {}
         }
     }
-    for ((version, parts), found) in multipart {
-        if found.keys().copied().eq(1..=parts) {
-            listing
-                .checkpoints
-                .entry(version)
-                .or_insert_with(|| found.into_values().collect());
-        }
-    }
-    Ok(listing)
-}
-
-/// The actions of one JSON commit file (one action per line).
-fn commit_actions(path: &Path) -> Result<Vec<Action>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |why: String| format!("{} line {}: {why}", path.display(), n + 1);
-        let json: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
-        if let Some(action) = json_action(&json).map_err(bad)? {
-            out.push(action);
-        }
-    }
-    Ok(out)
-}
-
-fn json_action(json: &serde_json::Value) -> Result<Option<Action>, String> {
-    use serde_json::Value as J;
-    let text = |v: &J, key: &str, of: &str| -> Result<String, String> {
-        v.get(key)
-            .and_then(J::as_str)
-            .map(str::to_string)
-            .ok_or_else(|| format!("{of} action without {key}"))
-    };
-    let strings = |v: Option<&J>| -> Vec<String> {
-        v.and_then(J::as_array)
-            .map(|a| a.iter().filter_map(J::as_str).map(str::to_string).collect())
-            .unwrap_or_default()
-    };
-    // A map of strings; a value that is not a string (a null partition value) is None.
-    let map = |v: Option<&J>| -> PartitionValues {
-        v.and_then(J::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    if let Some(add) = json.get("add") {
-        return Ok(Some(Action::Add {
-            path: decode_path(&text(add, "path", "add")?)?,
-            partition_values: map(add.get("partitionValues")),
-        }));
-    }
-    if let Some(remove) = json.get("remove") {
-        return Ok(Some(Action::Remove {
-            path: decode_path(&text(remove, "path", "remove")?)?,
-        }));
-    }
-    if let Some(meta) = json.get("metaData") {
-        return Ok(Some(Action::Metadata {
-            partition_columns: strings(meta.get("partitionColumns")),
-            configuration: without_nulls(map(meta.get("configuration"))),
-            schema: text(meta, "schemaString", "metaData")?,
-        }));
-    }
-    if let Some(protocol) = json.get("protocol") {
-        return Ok(Some(Action::Protocol {
-            min_reader_version: protocol
-                .get("minReaderVersion")
-                .and_then(J::as_i64)
-                .ok_or("protocol action without minReaderVersion")?,
-            reader_features: strings(protocol.get("readerFeatures")),
-        }));
-    }
-    Ok(None)
-}
-
-/// The actions of one checkpoint file (one action per row, in the column named after it).
-fn checkpoint_actions(path: &Path) -> Result<Vec<Action>, String> {
-    let bad = |e: String| format!("cannot read the checkpoint {}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
-    let reader = SerializedFileReader::new(file).map_err(|e| bad(e.to_string()))?;
-    let mut out = Vec::new();
-    for row in reader.get_row_iter(None).map_err(|e| bad(e.to_string()))? {
-        let row = row.map_err(|e| bad(e.to_string()))?;
-        for (name, field) in row.get_column_iter() {
-            let Field::Group(g) = field else { continue };
-            let action = match name.as_str() {
-                "add" => Action::Add {
-                    path: decode_path(
-                        &group_str(g, "path").ok_or_else(|| bad("add without path".into()))?,
-                    )
-                    .map_err(bad)?,
-                    partition_values: group_map(g, "partitionValues"),
-                },
-                "remove" => Action::Remove {
-                    path: decode_path(
-                        &group_str(g, "path").ok_or_else(|| bad("remove without path".into()))?,
-                    )
-                    .map_err(bad)?,
-                },
-                "metaData" => Action::Metadata {
-                    partition_columns: group_list(g, "partitionColumns"),
-                    configuration: without_nulls(group_map(g, "configuration")),
-                    schema: group_str(g, "schemaString").unwrap_or_default(),
-                },
-                "protocol" => Action::Protocol {
-                    min_reader_version: group_field(g, "minReaderVersion")
-                        .and_then(|f| match f {
-                            Field::Int(i) => Some(*i as i64),
-                            Field::Long(i) => Some(*i),
-                            _ => None,
-                        })
-                        .ok_or_else(|| bad("protocol without minReaderVersion".into()))?,
-                    reader_features: group_list(g, "readerFeatures"),
-                },
-                _ => continue,
-            };
-            out.push(action);
-        }
-    }
-    Ok(out)
-}
-
-fn group_field<'a>(g: &'a Row, key: &str) -> Option<&'a Field> {
-    g.get_column_iter().find(|(k, _)| *k == key).map(|(_, f)| f)
-}
-
-fn group_str(g: &Row, key: &str) -> Option<String> {
-    match group_field(g, key)? {
-        Field::Str(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-fn group_list(g: &Row, key: &str) -> Vec<String> {
-    match group_field(g, key) {
-        Some(Field::ListInternal(l)) => l
-            .elements()
-            .iter()
-            .filter_map(|f| match f {
-                Field::Str(s) => Some(s.clone()),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn group_map(g: &Row, key: &str) -> PartitionValues {
-    match group_field(g, key) {
-        Some(Field::MapInternal(m)) => m
-            .entries()
-            .iter()
-            .filter_map(|(k, v)| match (k, v) {
-                (Field::Str(k), Field::Str(v)) => Some((k.clone(), Some(v.clone()))),
-                (Field::Str(k), _) => Some((k.clone(), None)),
-                _ => None,
-            })
-            .collect(),
-        _ => PartitionValues::new(),
-    }
-}
-
-/// A map's entries that have a value.
-fn without_nulls(m: PartitionValues) -> BTreeMap<String, String> {
-    m.into_iter().filter_map(|(k, v)| Some((k, v?))).collect()
-}
-
-/// A path as the log writes it (a relative URI, percent-encoded) as a file path.
-fn decode_path(uri: &str) -> Result<String, String> {
-    let bytes = uri.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = uri
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent-encoding in the path {uri:?}"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("the path {uri:?} is not UTF-8 once decoded"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_are_percent_decoded() {
-        assert_eq!(
-            decode_path("day=2026-01-01/part%20one%3A1.parquet").unwrap(),
-            "day=2026-01-01/part one:1.parquet"
-        );
-        assert_eq!(decode_path("caf%C3%A9.parquet").unwrap(), "café.parquet");
-        assert!(decode_path("bad%2").is_err());
-        assert!(decode_path("bad%zz.parquet").is_err());
-        assert!(decode_path("%FF.parquet").is_err());
-    }
+    message
 }
