@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Where a cold ``needle.duckdb_lookup`` spends its time, phase by phase.
+
+Runs on the tables ``run.py --keep`` leaves under ``--data`` and, for each table size, drops
+the page cache (root only) before each query, then times the phases of the lookup one after the
+other: reading the index's column file, opening the index, the candidates' query, DuckDB's read
+of the candidate files (for an absent value: of the first file, for the columns of the empty
+answer). Medians per size and kind go to stdout as JSON.
+
+    bench/data-lake/cold_phases.py --data /work/bench-data --files 500,2000 --queries 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+from run import drop_caches, key_of
+
+import needle
+from needle._native import PartitionIndex, parquet_index_info
+
+
+def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple[dict[str, float], int]:
+    """The milliseconds of each phase of one lookup, and the rows found."""
+    out = {}
+    t = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        out[name] = (now - t) * 1000.0
+        t = now
+
+    index_dir = directory / ".needle-index"
+    info = parquet_index_info(os.fspath(index_dir))
+    lap("column file")
+    ix = PartitionIndex.open(os.fspath(index_dir), read_only=True)
+    lap("index open")
+    ids = ix.candidates(value)
+    ix.close()
+    lap("candidates")
+    files = sorted({str(directory / i) for i in ids})
+    where = f"{info['column']} = $value"
+    if not files:
+        files = [str(needle.parquet.first_parquet_file(directory))]
+        where = "false AND " + where
+        lap("first file")
+    rows = con.sql(f"SELECT * FROM read_parquet({files}) WHERE {where}", params={"value": value}).fetchall()
+    lap("duckdb read")
+    return out, len(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="the --data folder of a run.py --keep run")
+    ap.add_argument("--files", default="500,2000", help="table sizes, in files (comma-separated)")
+    ap.add_argument("--rows", type=int, default=20000, help="rows per file, as the tables were written")
+    ap.add_argument("--queries", type=int, default=10, help="cold queries per kind and size")
+    args = ap.parse_args()
+    if not drop_caches():
+        raise SystemExit("cannot drop the page cache: run as root")
+    con = duckdb.connect()
+    con.sql("SET threads TO 2")
+    rnd = random.Random(7)
+    result = {}
+    for n in (int(s) for s in args.files.split(",")):
+        directory = args.data / "data-lake" / f"plain-{n}"
+        total = n * args.rows
+        for kind in ("present", "absent"):
+            laps: dict[str, list[float]] = {}
+            for _ in range(args.queries):
+                i = rnd.randrange(total) if kind == "present" else total + rnd.randrange(10**9)
+                drop_caches()
+                start = time.perf_counter()
+                got, rows = phases(con, directory, key_of(i))
+                got["total"] = (time.perf_counter() - start) * 1000.0
+                if rows != (kind == "present"):
+                    raise SystemExit(f"wrong answer for row {i} ({kind}) in {n} files: {rows} rows")
+                for name, ms in got.items():
+                    laps.setdefault(name, []).append(ms)
+            result[f"{n} files, {kind}"] = {name: round(statistics.median(v), 2) for name, v in laps.items()}
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
