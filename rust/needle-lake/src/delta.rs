@@ -91,9 +91,12 @@ impl DeltaSnapshot {
                 .visit_scan_files(found, |files, f| files.push(f))
                 .map_err(kernel_err)?;
         }
+        let dir = url
+            .to_file_path()
+            .map_err(|()| format!("{url} is not a local folder"))?;
         let mut files = BTreeMap::new();
         for f in found {
-            let rel = relative_path(root, &url, &f.path)?;
+            let rel = relative_path(root, &url, &dir, &f.path)?;
             if f.dv_info.has_vector() {
                 return Err(format!(
                     "{table}: the data file {rel} has a deletion vector, which this version does \
@@ -242,8 +245,9 @@ fn table_url(root: &Path) -> Result<Url, String> {
 }
 
 /// A data file's path as the log writes it (a URI, relative to the table and percent-encoded,
-/// or absolute) as a path relative to the table's folder; a file outside it is refused.
-fn relative_path(root: &Path, url: &Url, log_path: &str) -> Result<String, String> {
+/// or absolute) as a path relative to the table's folder (`url` as a URL, `dir` as a path); a
+/// file outside it is refused.
+fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<String, String> {
     let outside = || {
         format!(
             "{} holds a file outside its folder ({log_path}), which this version does not read",
@@ -251,10 +255,8 @@ fn relative_path(root: &Path, url: &Url, log_path: &str) -> Result<String, Strin
         )
     };
     let file = url.join(log_path).map_err(|_| outside())?;
-    let (Ok(file), Ok(dir)) = (file.to_file_path(), url.to_file_path()) else {
-        return Err(outside());
-    };
-    let rel = file.strip_prefix(&dir).map_err(|_| outside())?;
+    let file = file.to_file_path().map_err(|()| outside())?;
+    let rel = file.strip_prefix(dir).map_err(|_| outside())?;
     rel.to_str()
         .map(str::to_string)
         .ok_or_else(|| format!("the data file path {log_path:?} is not UTF-8 once decoded"))
