@@ -84,11 +84,34 @@ def first_parquet_file(directory: Path) -> Path | None:
     return None
 
 
-def _schema(directory: Path) -> pyarrow.Schema | None:
+def _schema(file: Path | None) -> pyarrow.Schema | None:
     import pyarrow.parquet as pq
 
-    first = first_parquet_file(directory)
-    return pq.read_schema(first) if first is not None else None
+    return pq.read_schema(file) if file is not None else None
+
+
+class _Found:
+    """What one lookup learns from the index: the indexed column, the candidates, and, when
+    there are none, a file of the table to take the columns of the empty answer from."""
+
+    def __init__(self, directory: Path, value: Any, index: PathLike | None) -> None:
+        index_dir = os.fspath(index_dir_of(directory, index))
+        info = parquet_index_info(index_dir)
+        self.column: str = info["column"]
+        field = None
+        if is_temporal(value):
+            schema = _schema(first_parquet_file(directory))
+            field = schema.field(self.column) if schema is not None and self.column in schema.names else None
+        v = index_value(value, info["type"], field)
+        with PartitionIndex.open(index_dir, read_only=True) as ix:
+            ids = ix.candidates(v)
+            # A file the index knows costs no listing of the directory (thousands of entries).
+            known = None if ids else next(iter(ix.partitions()), None)
+        self.candidates = sort_candidates([Candidate(directory / rel, rg) for rel, rg in map(split_partition_id, ids)])
+        self.table_file: Path | None = None
+        if not ids:
+            file = directory / split_partition_id(known)[0] if known is not None else None
+            self.table_file = file if file is not None and file.is_file() else first_parquet_file(directory)
 
 
 def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None = None) -> list[Candidate]:
@@ -98,21 +121,7 @@ def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None =
     positives). ``value`` is an ``int``, ``str`` or ``bytes`` as the column is, or a
     ``datetime.date``/``datetime``/``time`` for temporal columns.
     """
-    directory = Path(directory)
-    index_dir = index_dir_of(directory, index)
-    info = parquet_index_info(os.fspath(index_dir))
-    field = None
-    if is_temporal(value):
-        schema = _schema(directory)
-        field = schema.field(info["column"]) if schema is not None and info["column"] in schema.names else None
-    v = index_value(value, info["type"], field)
-    with PartitionIndex.open(os.fspath(index_dir), read_only=True) as ix:
-        ids = ix.candidates(v)
-    out = []
-    for pid in ids:
-        rel, rg = split_partition_id(pid)
-        out.append(Candidate(directory / rel, rg))
-    return sort_candidates(out)
+    return _Found(Path(directory), value, index).candidates
 
 
 def lookup(
@@ -125,10 +134,9 @@ def lookup(
     """The rows of ``directory`` whose indexed column equals ``value``, read from the candidate
     files (or row groups) alone, as one ``pyarrow.Table`` (empty, with the files' schema, when
     there are none)."""
-    directory = Path(directory)
-    column = parquet_index_info(os.fspath(index_dir_of(directory, index)))["column"]
-    parts = matching_rows(candidate_files(directory, value, index=index), column, value, columns)
-    return concat(parts, None if parts else _schema(directory), columns)
+    found = _Found(Path(directory), value, index)
+    parts = matching_rows(found.candidates, found.column, value, columns)
+    return concat(parts, None if parts else _schema(found.table_file), columns)
 
 
 def _sql_string(s: str) -> str:
@@ -150,15 +158,14 @@ def duckdb_lookup(
     """The point query ``SELECT <select> WHERE <column> = value`` run by DuckDB over the
     candidate files alone (DuckDB prunes row groups within them by their statistics)."""
     directory = Path(directory)
-    column = parquet_index_info(os.fspath(index_dir_of(directory, index)))["column"]
-    files = sorted({str(c.path) for c in candidate_files(directory, value, index=index)})
-    where = f"{_sql_identifier(column)} = $value"
+    found = _Found(directory, value, index)
+    files = sorted({str(c.path) for c in found.candidates})
+    where = f"{_sql_identifier(found.column)} = $value"
     if not files:
         # No candidate: an empty answer with the table's columns.
-        first = first_parquet_file(directory)
-        if first is None:
+        if found.table_file is None:
             raise NeedleError(f"{directory} holds no Parquet files")
-        files = [str(first)]
+        files = [str(found.table_file)]
         where = "false AND " + where
     file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
     query = f"SELECT {select} FROM read_parquet({file_list}, union_by_name = true) WHERE {where}"

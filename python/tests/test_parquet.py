@@ -136,6 +136,23 @@ def test_files_added_and_removed_are_followed(tmp_path):
     )
 
 
+def test_an_empty_answer_has_the_columns_even_when_the_indexed_files_are_gone(tmp_path):
+    # The columns of an empty answer come from a file the index knows; when that file was
+    # deleted after indexing (the index lags), from any file of the directory.
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100_000), files=3)
+    needle.index_parquet(lake, "key")
+    con = duckdb.connect()
+    for gone in ["part-000.parquet", "part-001.parquet"]:
+        (lake / gone).unlink()
+        rel = needle.duckdb_lookup(con, lake, 10**9)
+        assert [d[0] for d in rel.description] == ["key", "payload"] and rel.fetchall() == []
+        assert needle.lookup(lake, 10**9).column_names == ["key", "payload"]
+    (lake / "part-002.parquet").unlink()
+    with pytest.raises(needle.NeedleError, match="holds no Parquet files"):
+        needle.duckdb_lookup(con, lake, 10**9)
+
+
 def test_the_value_type_must_match_the_column(tmp_path):
     lake = tmp_path / "lake"
     write_files(lake, pa.int64(), lambda r: r.randrange(100), files=1)

@@ -273,6 +273,17 @@ pub fn index_files(
     dir: &Path,
     files: &[PathBuf],
     o: &IndexParquetOptions,
+    progress: impl FnMut(usize, usize, &str),
+) -> Result<IndexReport, String> {
+    index_files_with(dir, files, o, Options::default(), progress)
+}
+
+/// [`index_files`] with the index's own options (tests flush small memtables).
+fn index_files_with(
+    dir: &Path,
+    files: &[PathBuf],
+    o: &IndexParquetOptions,
+    index_options: Options,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport, String> {
     let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
@@ -309,7 +320,8 @@ pub fn index_files(
         kind,
         row_groups: o.row_groups,
     };
-    let ix = if index_path.join("MANIFEST").exists() {
+    let created = !index_path.join("MANIFEST").exists();
+    let ix = if !created {
         let old = ParquetMeta::load(&index_path)?;
         if old != meta {
             return Err(format!(
@@ -320,7 +332,7 @@ pub fn index_files(
                 o.column
             ));
         }
-        Index::open(&index_path, Options::default()).map_err(|e| e.to_string())?
+        Index::open(&index_path, index_options).map_err(|e| e.to_string())?
     } else {
         let buckets = match o.buckets {
             Some(b) => b,
@@ -336,7 +348,7 @@ pub fn index_files(
                 buckets,
                 fingerprint_bits: o.fingerprint_bits,
             },
-            Options::default(),
+            index_options,
         )
         .map_err(|e| e.to_string())?;
         meta.store(&index_path)?;
@@ -392,7 +404,15 @@ pub fn index_files(
         report.removed += 1;
     }
     ix.flush().map_err(|e| e.to_string())?;
-    ix.maybe_merge(8).map_err(|e| e.to_string())?;
+    // A query reads two buckets per segment: a first build, which flushes a segment per 64 MiB
+    // of filters, ends merged into one. Later runs merge only once segments pile up, so that
+    // adding a few files does not rewrite the whole index.
+    if created {
+        ix.merge()
+    } else {
+        ix.maybe_merge(8)
+    }
+    .map_err(|e| e.to_string())?;
     Ok(report)
 }
 
@@ -505,4 +525,75 @@ pub(crate) fn read_rows(
     }
     rows.sort();
     Ok(LookupResult { candidates, rows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::ArrowWriter;
+
+    fn write_file(path: &Path, values: std::ops::Range<i64>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(values))],
+        )
+        .unwrap();
+        let mut w = ArrowWriter::try_new(File::create(path).unwrap(), schema, None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn a_first_build_ends_in_one_segment_and_later_runs_merge_only_when_segments_pile_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = IndexParquetOptions {
+            column: "k".into(),
+            row_groups: false,
+            buckets: Some(64),
+            fingerprint_bits: 16,
+            index: None,
+        };
+        // A memtable of one byte: every file's filter is flushed as a segment of its own.
+        let tiny = || Options {
+            flush_bytes: 1,
+            sync: false,
+            ..Options::default()
+        };
+        let segments = || {
+            Index::open(dir.path().join(INDEX_SUBDIR), Options::default())
+                .unwrap()
+                .segment_count()
+        };
+        for i in 0..4 {
+            write_file(
+                &dir.path().join(format!("f{i}.parquet")),
+                i * 100..i * 100 + 100,
+            );
+        }
+        let files = parquet_files(dir.path()).unwrap();
+        let r = index_files_with(dir.path(), &files, &o, tiny(), |_, _, _| {}).unwrap();
+        assert_eq!(r.added, 4);
+        assert_eq!(segments(), 1);
+
+        write_file(&dir.path().join("f4.parquet"), 400..500);
+        let files = parquet_files(dir.path()).unwrap();
+        let r = index_files_with(dir.path(), &files, &o, tiny(), |_, _, _| {}).unwrap();
+        assert_eq!((r.added, r.unchanged), (1, 4));
+        assert_eq!(
+            segments(),
+            2,
+            "one new file adds a segment, without rewriting the index"
+        );
+
+        let ix = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
+        for (v, file) in [(7, "f0.parquet"), (450, "f4.parquet")] {
+            assert!(ix
+                .query(&Value::Int(v))
+                .unwrap()
+                .contains(&file.to_string()));
+        }
+    }
 }
