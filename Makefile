@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 calibrate-latency cluster clean
+.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-data-lake  point lookups in 2,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
 	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
+	@echo "make bench-scheme2  Tables 6, 7 and 9 (node filters) on 4 nodes at lan and az latency (about an hour)"
 	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
 
@@ -104,6 +105,9 @@ bench-data-lake: python-package
 # The storage-filter tables of the 2022 Journal of Big Data paper (cold runs need root).
 bench-scheme1: build
 	bench/run-scheme1.sh
+
+bench-scheme2: build
+	bench/run-scheme2.sh
 
 # What the emulated network latency (java/needle-testhooks) really adds, per profile: a 3-node cluster
 # each (about 2 minutes per profile); bench/results/scheme2/calibration.json.

@@ -5,6 +5,9 @@
     needle_plot.py summarize-scheme1 [--results DIR]
         bench/results/scheme1/summary.json (the storage-filter tables of the 2022 Journal of Big
         Data paper, with the targets checked), tables.md and the charts of every table
+    needle_plot.py summarize-scheme2 [--results DIR]
+        bench/results/scheme2/summary.json (the node-filter tables, every latency profile run,
+        with the targets checked) and tables.md
 
 Only the standard library and matplotlib; the summary needs no matplotlib.
 """
@@ -16,6 +19,8 @@ from pathlib import Path
 
 VARIANT_COLORS = {"stock": "#7f7f7f", "needle-bloom": "#1f77b4", "needle-cuckoo": "#d62728"}
 SCHEME1 = [f"scheme1-table{i}" for i in range(1, 6)]
+# The node-filter lookup targets per latency profile: stock / Needle-Cuckoo median at 100% remote.
+SCHEME2_REMOTE_GAIN = {"lan": 3.0, "az": 5.0}
 
 
 def load(path):
@@ -135,6 +140,14 @@ def summary_rows(doc):
             "ratio_p50_stock_over_cuckoo": r.get("ratio_p50_stock_over_cuckoo"),
             "ratio_p99_stock_over_cuckoo": r.get("ratio_p99_stock_over_cuckoo"),
         }
+        for v, st in r["variants"].items():
+            for k in ("needle_node_skipped", "needle_node_passed_live", "needle_node_passed_stale"):
+                if k in st:
+                    row["variants"][v][k] = st[k]
+        if r.get("remote") is not None:
+            row["remote"] = r["remote"]
+        if r.get("request_floor"):
+            row["request_floor_p50_ms"] = ms(r["request_floor"]["p50_us"])
         rows.append(row)
     return rows
 
@@ -270,6 +283,139 @@ def summarize_scheme1(results_dir):
     return summary
 
 
+def latency_of(doc):
+    return (doc["experiment"].get("cluster") or {}).get("latency") or "none"
+
+
+def check_scheme2_targets(docs):
+    """The node-filter targets, each checked on every row it applies to (rows of one run,
+    delete mode and cache are compared with each other: remote against local, against the floor)."""
+    checks = []
+
+    def add(target, name, doc, row, ok, value):
+        checks.append(
+            {
+                "target": target,
+                "table": name.split("-")[1],
+                "latency": latency_of(doc),
+                "row": row["label"],
+                "cache": row["cache"],
+                "delete_mode": row["delete_mode"],
+                "value": value,
+                "met": ok,
+            }
+        )
+
+    for name, doc in docs.items():
+        rows = summary_rows(doc)
+        latency = latency_of(doc)
+        for row in rows:
+            mix = row["mix"] or {}
+            cuckoo = row["variants"].get("needle-cuckoo")
+            ratio = row["ratio_p50_stock_over_cuckoo"]
+            if cuckoo is None or ratio is None or row.get("remote") is None:
+                continue
+            if mix.get("live") == 1.0:
+                add(
+                    "live-key lookups: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
+                    name,
+                    doc,
+                    row,
+                    ratio >= 0.97,
+                    ratio,
+                )
+                continue
+            if not (mix.get("absent") == 1.0 or mix.get("deleted") == 1.0) or row["remote"] != 1.0:
+                continue
+            gain = SCHEME2_REMOTE_GAIN.get(latency)
+            if gain is not None:
+                add(
+                    f"remote lookups of keys with no live data, 100% remote, {latency}: "
+                    f"stock / Needle-Cuckoo median >= {gain:g}",
+                    name,
+                    doc,
+                    row,
+                    ratio >= gain,
+                    ratio,
+                )
+            local = next(
+                (
+                    r
+                    for r in rows
+                    if r.get("remote") == 0.0
+                    and r["cache"] == row["cache"]
+                    and r["delete_mode"] == row["delete_mode"]
+                    and r["mix"] == row["mix"]
+                ),
+                None,
+            )
+            if local is not None:
+                slower = round(cuckoo["p50_ms"] / local["variants"]["needle-cuckoo"]["p50_ms"], 3)
+                add(
+                    "a remote miss costs what a local miss costs: Needle-Cuckoo median at 100% remote / at 0% <= 1.15",
+                    name,
+                    doc,
+                    row,
+                    slower <= 1.15,
+                    slower,
+                )
+            if row.get("request_floor_p50_ms"):
+                over = round(cuckoo["p50_ms"] / row["request_floor_p50_ms"], 3)
+                add(
+                    "skipped lookups: Needle-Cuckoo median / request floor median <= 1.2",
+                    name,
+                    doc,
+                    row,
+                    over <= 1.2,
+                    over,
+                )
+    return checks
+
+
+def summarize_scheme2(results_dir):
+    results_dir = Path(results_dir)
+    docs = {
+        p.parent.name: load(p)
+        for p in sorted(results_dir.glob("scheme2-table*/results.json"))
+        if not p.parent.name.endswith(".tmp")
+    }
+    if not docs:
+        sys.exit(f"needle_plot: no scheme2-table*/results.json under {results_dir} (run make bench-scheme2)")
+    out = results_dir / "scheme2"
+    out.mkdir(parents=True, exist_ok=True)
+    checks = check_scheme2_targets(docs)
+    summary = {
+        "reproduces": "2022 Journal of Big Data paper, Tables 6-13 (node filters)",
+        "machine": next(iter(docs.values()))["machine"],
+        "cassandra_version": next(iter(docs.values())).get("cassandra_version"),
+        "runs": {
+            name: {
+                "title": d["title"],
+                "reproduces": d["reproduces"],
+                "cluster": d["experiment"].get("cluster"),
+                "index_options": d["experiment"].get("index_options"),
+                "started": d["started"],
+                "duration_s": d.get("duration_s"),
+                "rows": summary_rows(d),
+            }
+            for name, d in docs.items()
+        },
+        "targets": checks,
+        "targets_met": sum(c["met"] for c in checks),
+        "targets_checked": len(checks),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "tables.md").write_text(markdown(docs) + "\n")
+    print(f"wrote {out / 'summary.json'} and {out / 'tables.md'}")
+    print(f"targets met in {summary['targets_met']} of {summary['targets_checked']} checks")
+    for c in checks:
+        if not c["met"]:
+            print(
+                f"  not met: {c['table']} {c['latency']} {c['row']} ({c['delete_mode']}): {c['value']}  [{c['target']}]"
+            )
+    return summary
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="needle_plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -280,11 +426,15 @@ def main(argv=None):
     c.add_argument("--out", help="folder for the PNGs (default: beside results.json)")
     s = sub.add_parser("summarize-scheme1", help="summary.json, tables.md and charts of Tables 1-5")
     s.add_argument("--results", default="bench/results", help="folder holding scheme1-table*/ (default bench/results)")
+    s2 = sub.add_parser("summarize-scheme2", help="summary.json and tables.md of the node-filter tables")
+    s2.add_argument("--results", default="bench/results", help="folder holding scheme2-table*/ (default bench/results)")
     a = ap.parse_args(argv)
     if a.cmd == "chart":
         doc = load(a.results)
         for p in chart(doc, a.out or Path(a.results).parent):
             print(f"chart: {p}")
+    elif a.cmd == "summarize-scheme2":
+        summarize_scheme2(a.results)
     else:
         summarize_scheme1(a.results)
 

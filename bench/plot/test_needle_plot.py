@@ -109,3 +109,42 @@ def test_a_missing_or_damaged_result_is_a_clear_error(tmp_path):
         needle_plot.load(bad)
     with pytest.raises(SystemExit, match="no scheme1 results"):
         needle_plot.summarize_scheme1(tmp_path)
+
+
+def remote_run(mix, remote, stock, cuckoo, floor=None, mode="partition"):
+    r = run(f"{remote:.0%} remote", mix, stock, cuckoo, mode=mode)
+    r["remote"] = remote
+    if floor is not None:
+        r["request_floor"] = variant(floor, floor * 2)
+    return r
+
+
+def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_path):
+    lan = doc(
+        "scheme2-table7",
+        [
+            remote_run({"deleted": 1.0}, 0.0, 300, 200, floor=190),
+            remote_run({"deleted": 1.0}, 1.0, 900, 220, floor=190),  # 4.1x; 1.1x local; 1.16x floor
+            remote_run({"deleted": 1.0}, 1.0, 500, 250, floor=200, mode="row"),  # 2x; no local row
+        ],
+    )
+    lan["experiment"]["cluster"] = {"nodes": 4, "latency": "lan", "replication_factor": 1}
+    az = doc("scheme2-table9", [remote_run({"live": 1.0}, r, 1000, 1040) for r in (0.0, 1.0)])
+    az["experiment"]["cluster"] = {"nodes": 4, "latency": "az", "replication_factor": 1}
+    checks = needle_plot.check_scheme2_targets({"scheme2-table7": lan, "scheme2-table9-az": az})
+    got = {(c["table"], c["row"], c["delete_mode"], c["target"].split(":")[0]): (c["met"], c["value"]) for c in checks}
+    gain = "remote lookups of keys with no live data, 100% remote, lan"
+    assert got[("table7", "100% remote", "partition", gain)] == (True, 4.091)
+    assert got[("table7", "100% remote", "row", gain)] == (False, 2.0)
+    assert got[("table7", "100% remote", "partition", "a remote miss costs what a local miss costs")] == (True, 1.1)
+    assert got[("table7", "100% remote", "partition", "skipped lookups")] == (True, 1.158)
+    assert got[("table7", "100% remote", "row", "skipped lookups")] == (False, 1.25)
+    assert got[("table9", "0% remote", "partition", "live-key lookups")] == (False, 0.962)
+    assert len(checks) == 7
+    for name, d in (("scheme2-table7", lan), ("scheme2-table9-az", az)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(d))
+    summary = needle_plot.summarize_scheme2(tmp_path)
+    assert summary["targets_met"] == 3 and summary["targets_checked"] == 7
+    saved = json.loads((tmp_path / "scheme2" / "summary.json").read_text())
+    assert saved["runs"]["scheme2-table7"]["rows"][1]["request_floor_p50_ms"] == 0.19

@@ -32,6 +32,8 @@ import java.util.Map;
  * @param run        how each point is measured
  * @param points     the measured points (the rows of the published table)
  * @param seed       seed of every random choice; the same seed gives the same data and key sequence
+ * @param cluster    the cluster the experiment runs on (null: one node, no emulated latency)
+ * @param indexOptions options added to the Needle variants' index (e.g. {"node_filter": "one"}); null: none
  */
 public record Experiment(
         String name,
@@ -44,7 +46,9 @@ public record Experiment(
         List<String> caches,
         Run run,
         List<Point> points,
-        long seed) {
+        long seed,
+        Cluster cluster,
+        Map<String, String> indexOptions) {
 
     /**
      * @param partitions       partitions written; several values make a growing series (one run per size)
@@ -89,12 +93,50 @@ public record Experiment(
             String consistency) {}
 
     /**
-     * @param label the row label of the published table (e.g. "25%")
-     * @param x     the point's value on the chart's x axis
-     * @param mix   for lookups: fraction of lookups per key pool ("live", "deleted", "absent"), summing to 1
-     * @param load  for inserts: data already written before the measured inserts, as a fraction of the data set
+     * @param label  the row label of the published table (e.g. "25%")
+     * @param x      the point's value on the chart's x axis
+     * @param mix    for lookups: fraction of lookups per key pool ("live", "deleted", "absent"), summing to 1
+     * @param load   for inserts: data already written before the measured inserts, as a fraction of the data set
+     * @param remote for lookups on several nodes: the fraction of lookups of keys node 1 (the coordinator)
+     *     holds no replica of; null: keys are drawn whatever their owner
      */
-    public record Point(String label, double x, Map<String, Double> mix, Double load) {}
+    public record Point(String label, double x, Map<String, Double> mix, Double load, Double remote) {}
+
+    /**
+     * @param nodes             Cassandra nodes, on 127.0.0.1 to 127.0.0.N
+     * @param latency           emulated one-way internode latency, a profile of the cluster tool's
+     *     {@code --latency} (raw, lan, az, wan, fixed:MS); null: none (loopback)
+     * @param replicationFactor replication factor of the keyspace; null: every node holds every key
+     */
+    public record Cluster(int nodes, String latency, Integer replicationFactor) {
+        /** The replication factor the keyspace is created with. */
+        public int replication() {
+            return replicationFactor == null ? nodes : replicationFactor;
+        }
+    }
+
+    /** The cluster of this experiment (one node without emulated latency when the file names none). */
+    public Cluster clusterOrDefault() {
+        return cluster == null ? new Cluster(1, null, null) : cluster;
+    }
+
+    /** This experiment on {@code c} instead of its own cluster (a latency profile given on the command line). */
+    public Experiment on(Cluster c) {
+        return new Experiment(
+                name,
+                title,
+                reproduces,
+                variants,
+                dataset,
+                load,
+                deleteModes,
+                caches,
+                run,
+                points,
+                seed,
+                c,
+                indexOptions);
+    }
 
     private static final ObjectMapper JSON = new ObjectMapper()
             .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
@@ -203,13 +245,27 @@ public record Experiment(
                 caches,
                 r,
                 points,
-                seed);
+                seed,
+                cluster,
+                indexOptions);
     }
 
     /** This experiment without its cold-cache runs. */
     public Experiment warmOnly() {
         return new Experiment(
-                name, title, reproduces, variants, dataset, load, deleteModes, List.of("warm"), run, points, seed);
+                name,
+                title,
+                reproduces,
+                variants,
+                dataset,
+                load,
+                deleteModes,
+                List.of("warm"),
+                run,
+                points,
+                seed,
+                cluster,
+                indexOptions);
     }
 
     /** The experiment as JSON (written into every result file). */
@@ -265,6 +321,18 @@ public record Experiment(
                 "'run.coordinator' must be fixed or token-aware");
         require(run.consistency != null, "'run.consistency' is missing (e.g. ONE)");
         require(points != null && !points.isEmpty(), "'points' is missing");
+        Cluster c = clusterOrDefault();
+        require(c.nodes >= 1 && c.nodes <= 9, "'cluster.nodes' must be 1 to 9");
+        require(
+                c.replication() >= 1 && c.replication() <= c.nodes,
+                "'cluster.replication_factor' must be 1 to 'cluster.nodes'");
+        if (indexOptions != null) {
+            for (String k : indexOptions.keySet()) {
+                require(
+                        !k.equals("filter"),
+                        "'index_options' may not set 'filter': each variant sets its own (see 'variants')");
+            }
+        }
         double lastLoad = 0;
         for (Point p : points) {
             require(p.label != null, "every point needs a 'label'");
@@ -273,6 +341,7 @@ public record Experiment(
                         p.load != null && p.load >= 0 && p.load <= 1,
                         "insert point '" + p.label + "' needs 'load' in [0, 1]");
                 require(p.mix == null, "insert point '" + p.label + "' takes no 'mix'");
+                require(p.remote == null, "insert point '" + p.label + "' takes no 'remote'");
                 require(p.load >= lastLoad, "insert points must be ordered by growing 'load' (data is only added)");
                 lastLoad = p.load;
             } else {
@@ -292,6 +361,13 @@ public record Experiment(
                 require(
                         !(p.mix.getOrDefault("deleted", 0.0) > 0 && deleteModes.contains("none")),
                         "point '" + p.label + "' looks up deleted keys but 'delete_modes' has none");
+                require(
+                        p.remote == null || (p.remote >= 0 && p.remote <= 1),
+                        "point '" + p.label + "': 'remote' must be in [0, 1]");
+                require(
+                        p.remote == null || p.remote == 0 || c.replication() < c.nodes,
+                        "point '" + p.label + "' looks up remote keys, but with 'cluster.replication_factor' "
+                                + c.replication() + " on " + c.nodes + " nodes node 1 holds every key");
             }
         }
     }

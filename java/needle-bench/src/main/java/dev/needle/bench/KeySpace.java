@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.function.LongPredicate;
 
 /**
  * Which partition keys exist and what happened to them. Partitions {@code 0..P-1} are written; a
@@ -88,6 +89,15 @@ public final class KeySpace {
                 case "deleted" -> deleted == DeleteMode.ROW ? byRow : byPartition;
                 default -> throw new IllegalArgumentException("unknown key pool " + name);
             };
+        }
+
+        /** The keys of each pool that {@code keep} accepts, in the same order (e.g. the keys a node does not own). */
+        public Pools only(LongPredicate keep) {
+            return new Pools(
+                    Arrays.stream(live).filter(keep::test).toArray(),
+                    Arrays.stream(byPartition).filter(keep::test).toArray(),
+                    Arrays.stream(byRow).filter(keep::test).toArray(),
+                    Arrays.stream(absent).filter(keep::test).toArray());
         }
     }
 

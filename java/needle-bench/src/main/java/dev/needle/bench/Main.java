@@ -9,9 +9,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * {@code needle-bench run EXPERIMENT.json [options]}: starts a local Cassandra node with the Needle
- * plugin, runs the experiment, writes {@code results.json}, prints the side-by-side table and stops
- * the node (also when the run fails). Exit codes: 0 done, 1 the run failed or returned wrong
+ * {@code needle-bench run EXPERIMENT.json [options]}: starts local Cassandra nodes with the Needle
+ * plugin (one, or the experiment's cluster, with its emulated network latency), runs the
+ * experiment, writes {@code results.json}, prints the side-by-side table and stops the nodes (also
+ * when the run fails). Exit codes: 0 done, 1 the run failed or returned wrong
  * results, 2 bad command line or experiment file.
  */
 public final class Main {
@@ -21,8 +22,10 @@ public final class Main {
               --out DIR            where results.json goes (default bench/results/<name>)
               --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
               --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
-              --cluster-dir DIR    the node's folder (default: a new temporary folder; removed at the end)
-              --heap SIZE          the node's heap (default 2G)
+              --cluster-dir DIR    the nodes' folder (default: a new temporary folder; removed at the end)
+              --heap SIZE          each node's heap (default 2G on one node, 1G on several)
+              --latency PROFILE    emulated internode latency instead of the experiment's (raw, lan, az, wan,
+                                   fixed:MS); results go to bench/results/<name>-<profile> unless --out
               --scale F            multiply the data set and the operation counts by F (quick runs)
               --warm-only          skip the cold-cache runs (they need root)
             """;
@@ -48,7 +51,8 @@ public final class Main {
         Path jar = Path.of("java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar");
         Path tool = Path.of("deploy/needle-cluster");
         Path clusterDir = null;
-        String heap = "2G";
+        String heap = null;
+        String latency = null;
         double scale = 1;
         boolean warmOnly = false;
         Experiment e;
@@ -61,6 +65,7 @@ public final class Main {
                     case "--cluster-tool" -> tool = Path.of(value(args, ++i, a));
                     case "--cluster-dir" -> clusterDir = Path.of(value(args, ++i, a));
                     case "--heap" -> heap = value(args, ++i, a);
+                    case "--latency" -> latency = value(args, ++i, a);
                     case "--scale" -> scale = Double.parseDouble(value(args, ++i, a));
                     case "--warm-only" -> warmOnly = true;
                     default -> throw new IllegalArgumentException("unknown option " + a);
@@ -72,6 +77,17 @@ public final class Main {
             }
             if (warmOnly) {
                 e = e.warmOnly();
+            }
+            if (latency != null) {
+                Experiment.Cluster c = e.clusterOrDefault();
+                require(c.nodes() > 1, "--latency needs an experiment on several nodes ('cluster.nodes')");
+                e = e.on(new Experiment.Cluster(c.nodes(), latency, c.replicationFactor()));
+                if (out == null) {
+                    out = Path.of("bench/results", e.name() + "-" + latency.replace(':', '-'));
+                }
+            }
+            if (heap == null) {
+                heap = e.clusterOrDefault().nodes() == 1 ? "2G" : "1G";
             }
             Runner.checkCanDropCaches(e);
             if (!Files.isExecutable(tool)) {
@@ -92,10 +108,19 @@ public final class Main {
             System.err.println("needle-bench: " + ex.getMessage());
             return 2;
         }
+        Experiment.Cluster shape = e.clusterOrDefault();
         System.err.printf("needle-bench: %s (%s)%n", e.name(), e.title());
-        System.err.println("starting a Cassandra node with the Needle plugin in " + clusterDir);
+        System.err.printf(
+                "starting %s with the Needle plugin%s in %s%n",
+                shape.nodes() == 1 ? "a Cassandra node" : shape.nodes() + " Cassandra nodes",
+                shape.latency() == null ? "" : ", emulated latency " + shape.latency(),
+                clusterDir);
         List<String> up = new ArrayList<>(List.of("--heap", heap));
-        try (LocalCluster cluster = LocalCluster.start(tool, jar, clusterDir, 1, up.toArray(new String[0]))) {
+        if (shape.latency() != null) {
+            up.addAll(List.of("--latency", shape.latency()));
+        }
+        try (LocalCluster cluster =
+                LocalCluster.start(tool, jar, clusterDir, shape.nodes(), up.toArray(new String[0]))) {
             // Ctrl-C skips finally blocks: stop the node from a shutdown hook too.
             Runtime.getRuntime()
                     .addShutdownHook(new Thread(
@@ -107,7 +132,8 @@ public final class Main {
             Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
                     .note("command", "needle-bench " + String.join(" ", args))
                     .note("node_heap", heap)
-                    .note("nodes", 1)
+                    .note("nodes", shape.nodes())
+                    .note("latency", shape.latency() == null ? "none" : shape.latency())
                     .run();
             System.out.println();
             System.out.print(Report.table(result));
@@ -142,6 +168,12 @@ public final class Main {
             }
         }
         return wrong;
+    }
+
+    private static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException(message);
+        }
     }
 
     private static String value(String[] args, int i, String option) {

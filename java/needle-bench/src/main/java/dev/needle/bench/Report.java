@@ -49,6 +49,7 @@ final class Report {
             }
             Object ratio = r.get("ratio_p50_stock_over_cuckoo");
             Map<?, ?> cuckoo = (Map<?, ?>) byVariant.get("needle-cuckoo");
+            // Every lookup node 1 answered without a read: by its storage filter or by its copies.
             String skipped = cuckoo == null || cuckoo.get("needle_skipped") == null
                     ? "-"
                     : String.format(

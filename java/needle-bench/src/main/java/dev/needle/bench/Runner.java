@@ -1,14 +1,19 @@
 package dev.needle.bench;
 
 import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlIdentifier;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
+import com.datastax.oss.driver.api.core.ProtocolVersion;
+import com.datastax.oss.driver.api.core.metadata.TokenMap;
+import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.bench.KeySpace.DeleteMode;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,6 +44,7 @@ public final class Runner {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     private final Experiment e;
+    private final Experiment.Cluster shape;
     private final LocalCluster cluster;
     private final Path resultFile;
     private final PrintStream log;
@@ -58,6 +64,7 @@ public final class Runner {
      */
     public Runner(Experiment e, LocalCluster cluster, Path resultFile, PrintStream log) {
         this.e = e;
+        this.shape = e.clusterOrDefault();
         this.cluster = cluster;
         this.resultFile = resultFile;
         this.log = log;
@@ -126,12 +133,48 @@ public final class Runner {
                 + variants.stream().map(Variant::table).toList());
         session.execute("DROP KEYSPACE IF EXISTS " + KEYSPACE);
         session.execute("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
-                + "'replication_factor': " + cluster.nodes() + "}");
+                + "'replication_factor': " + shape.replication() + "}");
         for (Variant v : variants) {
-            for (String cql : v.ddl(KEYSPACE)) {
+            for (String cql : v.ddl(KEYSPACE, e.indexOptions())) {
                 session.execute(cql);
             }
         }
+        // The token map (which node owns which key) needs the keyspace's replication.
+        session.refreshSchema();
+    }
+
+    /** Whether the Needle variants carry node filters (index option node_filter other than off). */
+    private boolean nodeFilters() {
+        Map<String, String> o = e.indexOptions();
+        return shape.nodes() > 1
+                && o != null
+                && !o.getOrDefault("node_filter", "off").equals("off");
+    }
+
+    /**
+     * The keys of each pool split by owner: [0] those node 1 holds a replica of, [1] the others,
+     * after the driver's token map.
+     */
+    private KeySpace.Pools[] byOwner(KeySpace.Pools pools) {
+        TokenMap tokens = session.getMetadata()
+                .getTokenMap()
+                .orElseThrow(() -> new IllegalStateException("the driver has no token map of the cluster"));
+        CqlIdentifier ks = CqlIdentifier.fromInternal(KEYSPACE);
+        java.util.function.LongPredicate remote =
+                key -> tokens.getReplicas(ks, TypeCodecs.BIGINT.encode(key, ProtocolVersion.DEFAULT)).stream()
+                        .noneMatch(n -> n.getEndPoint().resolve() instanceof InetSocketAddress a
+                                && a.getAddress().getHostAddress().equals("127.0.0.1"));
+        KeySpace.Pools far = pools.only(remote);
+        KeySpace.Pools near = pools.only(remote.negate());
+        log.printf(
+                "keys node 1 holds a replica of: %,d live, %,d deleted, %,d never written; of other nodes only: %,d, %,d, %,d%n",
+                near.live().length,
+                near.byPartition().length + near.byRow().length,
+                near.absent().length,
+                far.live().length,
+                far.byPartition().length + far.byRow().length,
+                far.absent().length);
+        return new KeySpace.Pools[] {near, far};
     }
 
     // ------------------------------------------------------------------ lookups
@@ -144,6 +187,7 @@ public final class Runner {
             written = size;
             waitNeedleReady();
             KeySpace.Pools pools = keySpace.pools(size);
+            KeySpace.Pools[] owned = e.points().stream().anyMatch(p -> p.remote() != null) ? byOwner(pools) : null;
             log.printf(
                     "data set: %,d partitions (%,d live, %,d deleted by partition, %,d row by row), %d rows of %d bytes each%n",
                     size,
@@ -157,7 +201,7 @@ public final class Runner {
                 for (String mode : e.deleteModes()) {
                     DeleteMode dm = mode.equals("none") ? null : DeleteMode.valueOf(mode.toUpperCase());
                     for (Experiment.Point p : e.points()) {
-                        measureLookups(size, sizes, cache, dm, p, pools);
+                        measureLookups(size, sizes, cache, dm, p, pools, owned);
                     }
                 }
             }
@@ -224,22 +268,30 @@ public final class Runner {
      * is measured on a settled SSTable layout.
      */
     private void settle(boolean flush, boolean compact) throws IOException {
-        if (flush) {
-            log.println("flushing");
-            cluster.flush(1, KEYSPACE);
-        }
-        if (compact) {
-            log.println("compacting (major compaction)");
-            cluster.compact(1, KEYSPACE);
+        for (int node = 1; node <= shape.nodes(); node++) {
+            if (flush) {
+                log.println("flushing" + onNode(node));
+                cluster.flush(node, KEYSPACE);
+            }
+            if (compact) {
+                log.println("compacting (major compaction)" + onNode(node));
+                cluster.compact(node, KEYSPACE);
+            }
         }
         long deadline = System.nanoTime() + Duration.ofMinutes(30).toNanos();
-        while (cluster.gauge(1, "org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException(
-                        "compactions still pending after 30 minutes; see 'needle-cluster nodetool 1 compactionstats'");
+        for (int node = 1; node <= shape.nodes(); node++) {
+            while (cluster.gauge(node, "org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("compactions still pending after 30 minutes; see 'needle-cluster "
+                            + "nodetool " + node + " compactionstats'");
+                }
+                sleep(500);
             }
-            sleep(500);
         }
+    }
+
+    private String onNode(int node) {
+        return shape.nodes() == 1 ? "" : " on node " + node;
     }
 
     private void measureLookups(
@@ -248,10 +300,17 @@ public final class Runner {
             String cache,
             DeleteMode mode,
             Experiment.Point p,
-            KeySpace.Pools pools)
+            KeySpace.Pools pools,
+            KeySpace.Pools[] owned)
             throws IOException {
-        KeySpace.LookupKeys keys = new KeySpace.LookupKeys(
-                pools, p.mix(), mode, KeyChooser.Distribution.of(e.run().distribution()));
+        KeyChooser.Distribution d = KeyChooser.Distribution.of(e.run().distribution());
+        // With a remote fraction f, a lookup draws from the keys of other nodes with probability f,
+        // else from node 1's; the same random sequence for every variant.
+        Double f = p.remote();
+        KeySpace.LookupKeys near = f == null
+                ? new KeySpace.LookupKeys(pools, p.mix(), mode, d)
+                : f < 1 ? keysOf(owned[0], p, mode, d, "node 1's") : null;
+        KeySpace.LookupKeys far = f != null && f > 0 ? keysOf(owned[1], p, mode, d, "other nodes'") : null;
         int rows = e.dataset().rowsPerPartition();
         String where =
                 String.format("%s cache, %s, %s", cache, mode == null ? "no deletes" : deleteLabel(mode), p.label());
@@ -259,6 +318,7 @@ public final class Runner {
         for (int v = 0; v < variants.size(); v++) {
             Client c = clients.get(variants.get(v).name());
             ops[v] = (i, r) -> {
+                KeySpace.LookupKeys keys = far != null && (near == null || r.nextDouble() < f) ? far : near;
                 int pool = keys.nextPool(r);
                 int found = c.lookup(keys.nextKey(pool, r));
                 return found == (keys.poolName(pool).equals("live") ? rows : 0);
@@ -270,8 +330,41 @@ public final class Runner {
         run.put("cache", cache);
         run.put("delete_mode", mode == null ? null : mode.name().toLowerCase());
         run.put("mix", p.mix());
+        run.put("remote", p.remote());
+        if (shape.nodes() > 1) {
+            run.put("request_floor", requestFloor());
+        }
         runs.add(run);
         write();
+    }
+
+    /**
+     * Latency of a request node 1 answers from memory alone (a read of {@code system.local}),
+     * measured right after a point: no skipped lookup can be faster.
+     */
+    private Map<String, Object> requestFloor() {
+        var local = session.prepare("SELECT release_version FROM system.local");
+        int n = Math.max(200, e.run().opsPerRound());
+        Histogram h = ClosedLoop.newHistogram();
+        long t = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            session.execute(local.bind());
+            h.recordValue(System.nanoTime() - t0);
+        }
+        Map<String, Object> s = stats(h, System.nanoTime() - t);
+        s.remove("hdr_histogram_ns");
+        return s;
+    }
+
+    private static KeySpace.LookupKeys keysOf(
+            KeySpace.Pools pools, Experiment.Point p, DeleteMode mode, KeyChooser.Distribution d, String whose) {
+        try {
+            return new KeySpace.LookupKeys(pools, p.mix(), mode, d);
+        } catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(
+                    "point '" + p.label() + "' draws " + whose + " keys: " + ex.getMessage());
+        }
     }
 
     private static String deleteLabel(DeleteMode mode) {
@@ -383,6 +476,11 @@ public final class Runner {
             if (after != null) {
                 s.put("needle_skipped", after[0] - needleBefore[v][0]);
                 s.put("needle_passed", after[1] - needleBefore[v][1]);
+                if (nodeFilters()) {
+                    s.put("needle_node_skipped", after[2] - needleBefore[v][2]);
+                    s.put("needle_node_passed_live", after[3] - needleBefore[v][3]);
+                    s.put("needle_node_passed_stale", after[4] - needleBefore[v][4]);
+                }
             }
             byVariant.put(variants.get(v).name(), s);
             if (wrong[v] > 0) {
@@ -440,29 +538,92 @@ public final class Runner {
         return Math.round(nanos / 100.0) / 10.0;
     }
 
-    /** {LookupsSkipped, LookupsPassed} of a Needle table, or null for stock. */
+    /**
+     * Node 1's {LookupsSkipped, LookupsPassed} of a Needle table and, with node filters,
+     * {NodeSkipsOne, NodePassedLive, NodePassedStale}; null for stock.
+     */
     private long[] needleCounters(Variant v) throws IOException {
         if (!v.needle()) {
             return null;
         }
-        return new long[] {
-            cluster.metric(1, KEYSPACE, v.table(), "LookupsSkipped"),
-            cluster.metric(1, KEYSPACE, v.table(), "LookupsPassed")
-        };
+        List<String> names = new ArrayList<>(List.of("LookupsSkipped", "LookupsPassed"));
+        if (nodeFilters()) {
+            names.addAll(List.of("NodeSkipsOne", "NodePassedLive", "NodePassedStale"));
+        }
+        long[] out = new long[names.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = cluster.metric(1, KEYSPACE, v.table(), names.get(i));
+        }
+        return out;
     }
 
-    /** Waits until every Needle table knows all its sources (nothing is skipped before). */
+    /**
+     * Waits until every Needle table knows all its sources on every node (nothing is skipped
+     * before) and, with node filters, until node 1 trusts its copies of every other node's filters
+     * and they hold every change of the phases before.
+     */
     private void waitNeedleReady() throws IOException {
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+        for (int node = 1; node <= shape.nodes(); node++) {
+            for (Variant v : variants) {
+                while (v.needle() && cluster.metric(node, KEYSPACE, v.table(), "Ready") != 1) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("the Needle index on " + v.table() + onNode(node)
+                                + " is not ready after 10 minutes; see the node's log (needle-cluster logs " + node
+                                + ")");
+                    }
+                    sleep(200);
+                }
+            }
+        }
+        if (nodeFilters()) {
+            waitTrustedCopies(deadline);
+        }
+    }
+
+    /**
+     * Waits S plus a second and a half (a copy trusted after that holds every change made before
+     * the wait, and node 1's own writes are no longer exempt from skipping), then until node 1
+     * trusts a copy of every other node's filter of every Needle table.
+     */
+    private void waitTrustedCopies(long deadline) {
+        sleep(stalenessMillis() + 1500);
         for (Variant v : variants) {
-            while (v.needle() && cluster.metric(1, KEYSPACE, v.table(), "Ready") != 1) {
+            while (v.needle()) {
+                List<String> states = new ArrayList<>();
+                int trusted = 0;
+                for (var r : session.execute(
+                        "SELECT owner, role, trusted, state FROM needle_views.node_filters WHERE keyspace_name = ? AND table_name = ?",
+                        KEYSPACE,
+                        v.table())) {
+                    states.add(r.getFormattedContents());
+                    if ("copy".equals(r.getString("role")) && r.getBoolean("trusted")) {
+                        trusted++;
+                    }
+                }
+                if (trusted == shape.nodes() - 1) {
+                    break;
+                }
                 if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the Needle index on " + v.table()
-                            + " is not ready after 10 minutes; " + "see the node's log (needle-cluster logs 1)");
+                    throw new IllegalStateException("node 1 does not trust copies of every other node's filter of "
+                            + v.table() + " after 10 minutes: " + states);
                 }
                 sleep(200);
             }
         }
+    }
+
+    /** The bound S of the index options ('staleness', default 1s), in milliseconds. */
+    long stalenessMillis() {
+        String s = e.indexOptions() == null
+                ? "1s"
+                : e.indexOptions().getOrDefault("staleness", "1s").trim();
+        java.util.regex.Matcher m =
+                java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(ms|s)").matcher(s);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("index option staleness '" + s + "' is not like 500ms or 2s");
+        }
+        return Math.round(Double.parseDouble(m.group(1)) * (m.group(2).equals("s") ? 1000 : 1));
     }
 
     /** Drops the kernel's page cache and Cassandra's key cache: the next reads go to the disk. */
@@ -474,7 +635,9 @@ public final class Runner {
             throw new IOException(ex);
         }
         Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3\n", StandardOpenOption.WRITE);
-        cluster.invalidateKeyCache(1);
+        for (int node = 1; node <= shape.nodes(); node++) {
+            cluster.invalidateKeyCache(node);
+        }
     }
 
     /** Bytes on disk per table: SSTables ("data"), Needle's saved filters ("needle", an SSTable component); SSTable count. */
@@ -498,10 +661,13 @@ public final class Runner {
                     }
                 }
             }
-            long sstables = cluster.gauge(
-                    1,
-                    "org.apache.cassandra.metrics:type=Table,keyspace=" + KEYSPACE + ",scope=" + v.table()
-                            + ",name=LiveSSTableCount");
+            long sstables = 0;
+            for (int node = 1; node <= shape.nodes(); node++) {
+                sstables += cluster.gauge(
+                        node,
+                        "org.apache.cassandra.metrics:type=Table,keyspace=" + KEYSPACE + ",scope=" + v.table()
+                                + ",name=LiveSSTableCount");
+            }
             out.put(v.name(), Map.of("data", data, "needle", needle, "sstables", sstables));
         }
         return out;

@@ -1,6 +1,9 @@
 package dev.needle.bench;
 
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
 
 /**
  * One of the tables an experiment measures side by side, all in one keyspace with the same schema
@@ -29,16 +32,31 @@ public record Variant(String name, String table, String filter) {
         return filter != null;
     }
 
-    /** The CQL that creates this variant's table (and index) in {@code keyspace}. */
-    public List<String> ddl(String keyspace) {
+    /**
+     * The CQL that creates this variant's table (and index) in {@code keyspace}; {@code options} are
+     * added to the index's own (null: none).
+     */
+    public List<String> ddl(String keyspace, Map<String, String> options) {
         String t = keyspace + "." + table;
         String create = "CREATE TABLE " + t + " (pk bigint, ck int, v blob, PRIMARY KEY (pk, ck))";
         if (!needle()) {
             return List.of(create);
         }
+        Map<String, String> all = new LinkedHashMap<>();
+        all.put("filter", filter);
+        if (options != null) {
+            all.putAll(options);
+        }
+        String with = all.entrySet().stream()
+                .map(e -> quote(e.getKey()) + ": " + quote(e.getValue()))
+                .collect(Collectors.joining(", "));
         return List.of(
                 create,
                 "CREATE CUSTOM INDEX " + table + "_needle ON " + t
-                        + " () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {'filter': '" + filter + "'}");
+                        + " () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = {" + with + "}");
+    }
+
+    private static String quote(String s) {
+        return "'" + s.replace("'", "''") + "'";
     }
 }

@@ -64,7 +64,7 @@ class ExperimentTest {
         try (Stream<Path> s = Files.list(folder)) {
             files = s.filter(p -> p.toString().endsWith(".json")).toList();
         }
-        assertTrue(files.size() >= 6, "expected the five tables and the demo in " + folder.toAbsolutePath());
+        assertTrue(files.size() >= 9, "expected the eight tables and the demo in " + folder.toAbsolutePath());
         for (Path f : files) {
             Experiment e = Experiment.read(f);
             assertEquals(f.getFileName().toString(), e.name() + ".json", "name must match the file name");
@@ -107,6 +107,29 @@ class ExperimentTest {
                         "\"mix\": {\"deleted\": 0.5, \"live\": 0.5}}",
                         "\"load\": 0.5}, {\"label\": \"less\", \"x\": 1, \"load\": 0.2}"));
         assertFalse(ok.points().get(0).load() == null);
+    }
+
+    @Test
+    void aClusterOfSeveralNodesWithRemoteKeys() throws IOException {
+        String remote = VALID.replace(
+                        "\"seed\": 1}",
+                        "\"seed\": 1, \"cluster\": {\"nodes\": 4, \"latency\": \"lan\","
+                                + " \"replication_factor\": 1}, \"index_options\": {\"node_filter\": \"one\"}}")
+                .replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}", "\"mix\": {\"deleted\": 1.0}, \"remote\": 0.75");
+        Experiment e = read(remote);
+        assertEquals(4, e.clusterOrDefault().nodes());
+        assertEquals(1, e.clusterOrDefault().replication());
+        assertEquals(0.75, e.points().get(0).remote());
+        assertEquals("one", e.indexOptions().get("node_filter"));
+        Experiment az = e.on(new Experiment.Cluster(4, "az", null));
+        assertEquals(4, az.clusterOrDefault().replication(), "no replication factor: every node holds every key");
+        assertEquals(1, read(VALID).clusterOrDefault().nodes());
+        assertErrorNames(
+                "node 1 holds every key", remote.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
+        assertErrorNames("'remote' must be in [0, 1]", remote.replace("0.75", "1.5"));
+        assertErrorNames("may not set 'filter'", remote.replace("\"node_filter\"", "\"filter\""));
+        assertErrorNames("'cluster.nodes' must be 1 to 9", remote.replace("\"nodes\": 4", "\"nodes\": 0"));
+        assertErrorNames("missing field 'cluster.nodes'", remote.replace("\"nodes\": 4,", ""));
     }
 
     private static <T> T assertDoesNotThrow(org.junit.jupiter.api.function.ThrowingSupplier<T> s) {

@@ -113,4 +113,26 @@ class KeySpaceTest {
                         p, Map.of("deleted", 1.0), DeleteMode.PARTITION, KeyChooser.Distribution.UNIFORM));
         assertTrue(e.getMessage().contains("'deleted' pool is empty"), e.getMessage());
     }
+
+    @Test
+    void poolsSplitByOwnerKeepEveryKeyOnceInOrder() {
+        KeySpace.Pools p = new KeySpace(3, 0.5, List.of("partition", "row")).pools(2_000);
+        java.util.function.LongPredicate odd = k -> (k & 1) == 1;
+        KeySpace.Pools a = p.only(odd);
+        KeySpace.Pools b = p.only(odd.negate());
+        for (String pool : List.of("live", "absent")) {
+            long[] all = p.named(pool, null);
+            long[] x = a.named(pool, null);
+            long[] y = b.named(pool, null);
+            assertEquals(all.length, x.length + y.length);
+            assertTrue(java.util.Arrays.stream(x).allMatch(odd::test));
+            assertTrue(java.util.Arrays.stream(y).noneMatch(odd::test));
+            assertTrue(x.length > 0 && y.length > 0);
+            for (int i = 1; i < x.length; i++) {
+                assertTrue(x[i - 1] < x[i], "ascending, as the chooser expects");
+            }
+        }
+        assertEquals(p.byRow().length, a.byRow().length + b.byRow().length);
+        assertEquals(p.byPartition().length, a.byPartition().length + b.byPartition().length);
+    }
 }
