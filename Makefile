@@ -16,7 +16,7 @@ help:
 	@echo "make cluster        start a local 3-node Cassandra cluster with Needle (deploy/needle-cluster)"
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make bench-partition-index  the partition index against the published numbers"
-	@echo "make bench-data-lake  point lookups in 2,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
+	@echo "make bench-data-lake  point lookups in up to 5,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
 	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
 	@echo "make bench-scheme2  Tables 6, 7 and 9 (node filters) on 4 nodes at lan and az latency (about an hour)"
@@ -96,8 +96,10 @@ bench-filters: build
 bench-partition-index:
 	bench/partition-index/run.sh
 
-# Point lookups in 500 to 2,000 Parquet files: DuckDB alone, with Parquet Bloom filters, and over
-# Needle's candidates (cold runs need root). ARGS="--files 100,200" for a quick run.
+# Point lookups in 500 to 5,000 Parquet files: DuckDB alone, with Parquet Bloom filters, and over
+# Needle's candidates (cold runs need root). Writing the 7 GB of files takes most of the time;
+# ARGS="--data DIR --keep" keeps them, and a later run measures in about 6 minutes.
+# ARGS="--files 100,200" for a quick run.
 bench-data-lake: python-package
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r bench/data-lake/requirements.txt
 	$(PY_VENV)/bin/python bench/data-lake/run.py $(ARGS)

@@ -3,11 +3,12 @@
 
 Runs on the tables ``run.py --keep`` leaves under ``--data`` and, for each table size, drops
 the page cache (root only) before each query, then times the phases of the lookup one after the
-other: reading the index's column file, opening the index, the candidates' query, DuckDB's read
-of the candidate files (for an absent value: of the first file, for the columns of the empty
-answer). Medians per size and kind go to stdout as JSON.
+other: reading the index's column file, opening the index, the candidates' query (for an absent
+value also the index's first file, for the columns of the empty answer), DuckDB's read of the
+candidate files (of that first file for an absent value). Medians per size and kind go to stdout
+as JSON.
 
-    bench/data-lake/cold_phases.py --data /work/bench-data --files 500,2000 --queries 10
+    bench/data-lake/cold_phases.py --data /work/bench-data --files 500,2000,5000 --queries 10
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from pathlib import Path
 import duckdb
 from run import drop_caches, key_of
 
-import needle
-from needle._native import PartitionIndex, parquet_index_info
+from needle._native import PartitionIndex, parquet_index_info, split_partition_id
 
 
 def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple[dict[str, float], int]:
@@ -44,14 +44,14 @@ def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple
     ix = PartitionIndex.open(os.fspath(index_dir), read_only=True)
     lap("index open")
     ids = ix.candidates(value)
+    known = None if ids else next(iter(ix.partitions()))
     ix.close()
     lap("candidates")
-    files = sorted({str(directory / i) for i in ids})
+    files = sorted({str(directory / split_partition_id(i)[0]) for i in ids})
     where = f"{info['column']} = $value"
     if not files:
-        files = [str(needle.parquet.first_parquet_file(directory))]
+        files = [str(directory / split_partition_id(known)[0])]
         where = "false AND " + where
-        lap("first file")
     rows = con.sql(f"SELECT * FROM read_parquet({files}) WHERE {where}", params={"value": value}).fetchall()
     lap("duckdb read")
     return out, len(rows)
@@ -60,7 +60,7 @@ def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, required=True, help="the --data folder of a run.py --keep run")
-    ap.add_argument("--files", default="500,2000", help="table sizes, in files (comma-separated)")
+    ap.add_argument("--files", default="500,2000,5000", help="table sizes, in files (comma-separated)")
     ap.add_argument("--rows", type=int, default=20000, help="rows per file, as the tables were written")
     ap.add_argument("--queries", type=int, default=10, help="cold queries per kind and size")
     args = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Point lookups in a directory of Parquet files: DuckDB alone against DuckDB over Needle's candidates.
 
-For each table size (by default 500, 1,000 and 2,000 files of 20,000 rows), present and absent
+For each table size (by default 500, 1,000, 2,000 and 5,000 files of 20,000 rows), present and absent
 values of a high-cardinality BIGINT column are looked up:
 
   (a) ``duckdb``: DuckDB scans every file with its own pruning (min/max statistics);
@@ -9,11 +9,12 @@ values of a high-cardinality BIGINT column are looked up:
       same false-positive rate as Needle's index, which DuckDB uses to skip row groups;
   (c) ``needle+duckdb``: Needle's candidate files, then DuckDB reading only those.
 
-Warm runs repeat each query on a warm page cache; cold runs drop the cache before each query
+Each query is answered by the three in an order that rotates from query to query. Warm runs
+repeat each query on a warm page cache; cold runs drop the cache before each query and method
 (root only). Index build time and size are compared with the bytes of Parquet's Bloom filters.
 Results: ``bench/results/data-lake/{queries.csv,summary.json}`` and a chart in ``docs/img``.
 
-    bench/data-lake/run.py                       # the full run (about 2 GB of data under --data)
+    bench/data-lake/run.py                       # the full run (about 7 GB of data under --data)
     bench/data-lake/run.py --files 100,200 --queries 10 --cold-queries 3   # a quick one
 """
 
@@ -108,7 +109,7 @@ def bloom_bytes(con: duckdb.DuckDBPyConnection, directory: Path) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--files", default="500,1000,2000", help="table sizes, in files (comma-separated)")
+    ap.add_argument("--files", default="500,1000,2000,5000", help="table sizes, in files (comma-separated)")
     ap.add_argument("--rows", type=int, default=20000, help="rows per file")
     ap.add_argument("--queries", type=int, default=50, help="warm queries per kind (present, absent) and size")
     ap.add_argument("--cold-queries", type=int, default=10, help="cold queries per kind and size (root only)")
@@ -172,7 +173,12 @@ def main() -> None:
                     i = rnd.randrange(total) if kind == "present" else total + rnd.randrange(10**9)
                     v = key_of(i)
                     results = {}
-                    for method, fn in methods.items():
+                    # The order rotates from query to query: whatever one method leaves behind
+                    # (a scan of thousands of files slows the next query of the process, whatever
+                    # it is) falls on every method alike.
+                    order = list(methods.items())
+                    k = q % len(order)
+                    for method, fn in order[k:] + order[:k]:
                         if cache == "cold":
                             drop_caches()
                         elif q == 0:
