@@ -115,7 +115,7 @@ def remote_run(mix, remote, stock, cuckoo, floor=None, mode="partition"):
     r = run(f"{remote:.0%} remote", mix, stock, cuckoo, mode=mode)
     r["remote"] = remote
     if floor is not None:
-        r["request_floor"] = variant(floor, floor * 2)
+        r["request_floor"] = {"query": "SELECT ...", **variant(floor, floor * 2)}
     return r
 
 
@@ -148,3 +148,7 @@ def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_pa
     assert summary["targets_met"] == 3 and summary["targets_checked"] == 7
     saved = json.loads((tmp_path / "scheme2" / "summary.json").read_text())
     assert saved["runs"]["scheme2-table7"]["rows"][1]["request_floor_p50_ms"] == 0.19
+    # A floor measured without its query (a read of system.local) is not used.
+    del lan["runs"][1]["request_floor"]["query"]
+    checks = needle_plot.check_scheme2_targets({"scheme2-table7": lan})
+    assert not any(c["target"].startswith("skipped lookups") and c["delete_mode"] == "partition" for c in checks)

@@ -97,7 +97,9 @@ final class LatencyCalibration {
                         tool, jar, Files.createTempDirectory("needle-calibration"), NODES, "--latency", profile)) {
                     CqlSession s = c.session(1);
                     byOwner = measure(c, s, profile, keys, reads);
-                    floor = requestFloor(s, keys * reads);
+                    floor = Runner.requestFloor(s, Math.max(100, keys * reads / 2))
+                                    .getValueAtPercentile(50)
+                            / 1e6;
                     for (int n = 1; n <= NODES && !profile.equals("raw"); n++) {
                         Map<String, Object> j = new LinkedHashMap<>();
                         j.put("node", n);
@@ -202,19 +204,6 @@ final class LatencyCalibration {
             out.put(e.getKey(), new double[] {q(v, 0.5), q(v, 0.9), q(v, 0.99), v.length});
         }
         return out;
-    }
-
-    /** The median of a request answered from node 1's memory alone: the floor of any read through it. */
-    private static double requestFloor(CqlSession s, int n) {
-        PreparedStatement local = s.prepare("SELECT release_version FROM system.local");
-        long[] v = new long[Math.max(100, n / 2)];
-        for (int i = 0; i < v.length; i++) {
-            long t0 = System.nanoTime();
-            s.execute(local.bind());
-            v[i] = System.nanoTime() - t0;
-        }
-        Arrays.sort(v);
-        return q(v, 0.5);
     }
 
     private static double q(long[] sorted, double q) {

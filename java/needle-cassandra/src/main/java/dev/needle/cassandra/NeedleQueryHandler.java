@@ -316,7 +316,9 @@ public final class NeedleQueryHandler implements QueryHandler {
         if (trace != null) {
             Tracing.trace("Needle: node filters say read (" + passed + "): " + trace);
         }
-        return new Decision(false, table, null, wholePartitions ? remoteLive : null);
+        // An owner whose filter cannot forget a key (Bloom) ignores a check: none is sent.
+        return new Decision(
+                false, table, null, wholePartitions && table.options().tracksDeletions() ? remoteLive : null);
     }
 
     private static boolean localReplicaOfAll(SelectStatement select, Token[] tokens) {

@@ -550,7 +550,7 @@ public final class NodeFilters {
         while (true) {
             try {
                 UUID me = localHost();
-                if (me != null && peersKnown() && keyspaceReady()) {
+                if (me != null && !stopping() && peersKnown() && keyspaceReady()) {
                     for (OwnerTable o : owners.values()) {
                         try {
                             publish(me, o);
@@ -573,6 +573,17 @@ public final class NodeFilters {
                 noSpam.error("Needle's node-filter publisher failed; it goes on", t);
             }
         }
+    }
+
+    /**
+     * Whether the node is draining or shut down. Nothing is published then: a drain closes the
+     * internode connections once their queues are empty, and a publisher that kept writing would
+     * keep them from emptying until the drain's timeout (a minute). Copies elsewhere stop trusting
+     * this node within S, as when it dies.
+     */
+    private static boolean stopping() {
+        StorageService ss = StorageService.instance;
+        return ss.isDraining() || ss.isDrained() || ss.isShutdown();
     }
 
     private boolean peersKnown;
