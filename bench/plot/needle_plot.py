@@ -242,13 +242,8 @@ def summarize_scheme1(results_dir):
             print(f"needle_plot: {path} missing (run make bench-{name}); left out of the summary", file=sys.stderr)
     if not docs:
         sys.exit("needle_plot: no scheme1 results to summarize")
-    out = results_dir / "scheme1"
-    out.mkdir(parents=True, exist_ok=True)
     checks = check_targets(docs)
-    summary = {
-        "reproduces": "2022 Journal of Big Data paper, Tables 1-5 (storage filter)",
-        "machine": next(iter(docs.values()))["machine"],
-        "cassandra_version": next(iter(docs.values())).get("cassandra_version"),
+    body = {
         "tables": {
             name.split("-")[-1]: {
                 "experiment": name,
@@ -261,20 +256,10 @@ def summarize_scheme1(results_dir):
                 "rows": summary_rows(d),
             }
             for name, d in docs.items()
-        },
-        "targets": checks,
-        "targets_met": sum(c["met"] for c in checks),
-        "targets_checked": len(checks),
+        }
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "tables.md").write_text(markdown(docs) + "\n")
-    print(f"wrote {out / 'summary.json'} and {out / 'tables.md'}")
-    print(f"targets met in {summary['targets_met']} of {summary['targets_checked']} checks")
-    for c in checks:
-        if not c["met"]:
-            print(
-                f"  not met: {c['table']} {c['row']} ({c['cache']}, {c['delete_mode']}): {c['value']}  [{c['target']}]"
-            )
+    out = results_dir / "scheme1"
+    summary = write_summary(out, docs, "2022 Journal of Big Data paper, Tables 1-5 (storage filter)", body, checks)
     try:
         for d in docs.values():
             for p in chart(d, out):
@@ -382,13 +367,8 @@ def summarize_scheme2(results_dir):
     }
     if not docs:
         sys.exit(f"needle_plot: no scheme2-table*/results.json under {results_dir} (run make bench-scheme2)")
-    out = results_dir / "scheme2"
-    out.mkdir(parents=True, exist_ok=True)
     checks = check_scheme2_targets(docs)
-    summary = {
-        "reproduces": "2022 Journal of Big Data paper, Tables 6-13 (node filters)",
-        "machine": next(iter(docs.values()))["machine"],
-        "cassandra_version": next(iter(docs.values())).get("cassandra_version"),
+    body = {
         "runs": {
             name: {
                 "title": d["title"],
@@ -400,20 +380,34 @@ def summarize_scheme2(results_dir):
                 "rows": summary_rows(d),
             }
             for name, d in docs.items()
-        },
+        }
+    }
+    reproduces = "2022 Journal of Big Data paper, Tables 6-13 (node filters)"
+    return write_summary(results_dir / "scheme2", docs, reproduces, body, checks)
+
+
+def write_summary(out, docs, reproduces, body, checks):
+    """Writes ``out``/summary.json (what it reproduces, the machine, ``body``, the targets) and
+    tables.md; prints the targets not met. Returns the summary."""
+    first = next(iter(docs.values()))
+    summary = {
+        "reproduces": reproduces,
+        "machine": first["machine"],
+        "cassandra_version": first.get("cassandra_version"),
+        **body,
         "targets": checks,
         "targets_met": sum(c["met"] for c in checks),
         "targets_checked": len(checks),
     }
+    out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "tables.md").write_text(markdown(docs) + "\n")
     print(f"wrote {out / 'summary.json'} and {out / 'tables.md'}")
     print(f"targets met in {summary['targets_met']} of {summary['targets_checked']} checks")
     for c in checks:
         if not c["met"]:
-            print(
-                f"  not met: {c['table']} {c['latency']} {c['row']} ({c['delete_mode']}): {c['value']}  [{c['target']}]"
-            )
+            where = " ".join(str(c[k]) for k in ("table", "latency", "row") if k in c)
+            print(f"  not met: {where} ({c['cache']}, {c['delete_mode']}): {c['value']}  [{c['target']}]")
     return summary
 
 

@@ -122,20 +122,13 @@ public record Experiment(
 
     /** This experiment on {@code c} instead of its own cluster (a latency profile given on the command line). */
     public Experiment on(Cluster c) {
+        return with(dataset, caches, run, c);
+    }
+
+    /** A copy of this experiment with another data set, cache states, run and cluster. */
+    private Experiment with(DataSet d, List<String> cacheStates, Run r, Cluster c) {
         return new Experiment(
-                name,
-                title,
-                reproduces,
-                variants,
-                dataset,
-                load,
-                deleteModes,
-                caches,
-                run,
-                points,
-                seed,
-                c,
-                indexOptions);
+                name, title, reproduces, variants, d, load, deleteModes, cacheStates, r, points, seed, c, indexOptions);
     }
 
     private static final ObjectMapper JSON = new ObjectMapper()
@@ -234,38 +227,16 @@ public record Experiment(
                 run.warmupFraction,
                 run.coordinator,
                 run.consistency);
-        return new Experiment(
-                name,
-                title,
-                reproduces,
-                variants,
+        return with(
                 new DataSet(parts, dataset.rowsPerPartition, dataset.rowBytes, dataset.deletedFraction),
-                load,
-                deleteModes,
                 caches,
                 r,
-                points,
-                seed,
-                cluster,
-                indexOptions);
+                cluster);
     }
 
     /** This experiment without its cold-cache runs. */
     public Experiment warmOnly() {
-        return new Experiment(
-                name,
-                title,
-                reproduces,
-                variants,
-                dataset,
-                load,
-                deleteModes,
-                List.of("warm"),
-                run,
-                points,
-                seed,
-                cluster,
-                indexOptions);
+        return with(dataset, List.of("warm"), run, cluster);
     }
 
     /** The experiment as JSON (written into every result file). */
