@@ -51,7 +51,7 @@ def groups(doc):
 def x_labels(doc, runs):
     if len({r.get("partitions") for r in runs}) > 1:
         return [f"{r['partitions']:,} partitions\n{gib(r, 'stock'):.2f} GiB" for r in runs]
-    return [r["point"] for r in runs]
+    return [r["point"].replace(", ", ",\n") for r in runs]  # long labels on two lines
 
 
 def gib(run, variant):
