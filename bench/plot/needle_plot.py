@@ -157,22 +157,26 @@ def rows_per_partition(doc):
     return doc["experiment"]["dataset"]["rows_per_partition"]
 
 
+def target_check(target, table, row, ok, value, **where):
+    """One checked target on one summary row; ``where`` adds fields between the table and the row."""
+    return {
+        "target": target,
+        "table": table,
+        **where,
+        "row": row["label"],
+        "cache": row["cache"],
+        "delete_mode": row["delete_mode"],
+        "value": value,
+        "met": ok,
+    }
+
+
 def check_targets(docs):
     """The targets of the reproduction, each checked on every row it applies to."""
     checks = []
 
     def add(target, table, row, ok, value):
-        checks.append(
-            {
-                "target": target,
-                "table": table,
-                "row": row["label"],
-                "cache": row["cache"],
-                "delete_mode": row["delete_mode"],
-                "value": value,
-                "met": ok,
-            }
-        )
+        checks.append(target_check(target, table, row, ok, value))
 
     for name, doc in docs.items():
         table = name.split("-")[-1]
@@ -279,18 +283,7 @@ def check_scheme2_targets(docs):
     checks = []
 
     def add(target, name, doc, row, ok, value):
-        checks.append(
-            {
-                "target": target,
-                "table": name.split("-")[1],
-                "latency": latency_of(doc),
-                "row": row["label"],
-                "cache": row["cache"],
-                "delete_mode": row["delete_mode"],
-                "value": value,
-                "met": ok,
-            }
-        )
+        checks.append(target_check(target, name.split("-")[1], row, ok, value, latency=latency_of(doc)))
 
     for name, doc in docs.items():
         rows = summary_rows(doc)
