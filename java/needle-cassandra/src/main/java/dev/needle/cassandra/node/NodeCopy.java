@@ -1,7 +1,10 @@
 package dev.needle.cassandra.node;
 
 import dev.needle.filter.KeyFilter;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -24,6 +27,11 @@ import java.util.TreeMap;
 final class NodeCopy {
     /** Batches waiting for earlier ones (or for their epoch's snapshot) beyond this many: the copy asks for a snapshot. */
     static final int MAX_PENDING = 4096;
+    /**
+     * Changes kept after they are applied, for a snapshot that arrives after them: at 1,000 changes
+     * a second from one owner, 16 s of them (about 150 KB per copy at most).
+     */
+    static final int RECENT_CHANGES = 1 << 14;
 
     /** What lookups read: one epoch's filter and how fresh it is. */
     static final class View {
@@ -64,6 +72,13 @@ final class NodeCopy {
 
     private boolean broken;
     private long lastChange;
+    /**
+     * The last batches applied to the view (at most {@link #RECENT_CHANGES} changes), to apply again
+     * to a snapshot that they overtook.
+     */
+    private final ArrayDeque<OwnerFilter.Batch> recent = new ArrayDeque<>();
+
+    private long recentChanges;
 
     NodeCopy(java.util.UUID owner) {
         this.owner = owner;
@@ -77,15 +92,43 @@ final class NodeCopy {
     /**
      * A complete snapshot arrived: it replaces the copy if it is of a newer epoch, or of the same
      * epoch and further on. Epochs only grow, so an older one is a late message.
+     *
+     * <p>A snapshot of the same epoch that the batches after it have overtaken (it is large and
+     * travels slower) is taken too when it mends the copy: when the copy's filter is full, or when
+     * the snapshot's is bigger (its owner grew, and the old filter would fill). The batches applied
+     * since its sequence number are applied to it again, from {@link #recent}; if they are no longer
+     * all there, a full copy takes it at its own sequence number and asks for the rest (a gap).
      */
     synchronized void snapshot(long epoch, long seq, long cutMillis, KeyFilter filter, long nowMillis) {
         View v = view;
-        if (epoch < beatEpoch || (v != null && (epoch < v.epoch || (epoch == v.epoch && seq <= applied)))) {
+        if (epoch < beatEpoch || (v != null && epoch < v.epoch)) {
             return;
         }
+        List<OwnerFilter.Batch> replay = List.of();
+        if (v != null && epoch == v.epoch && seq <= applied) {
+            if (!broken && filter.capacity() <= v.filter.capacity()) {
+                return; // the copy is further on and has room
+            }
+            replay = recentAfter(seq);
+            if (replay == null) {
+                if (!broken) {
+                    return;
+                }
+                replay = List.of();
+            }
+        }
+        long before = applied;
         applied = seq;
         broken = false;
         View next = new View(filter, epoch, cutMillis);
+        recent.clear();
+        recentChanges = 0;
+        for (OwnerFilter.Batch b : replay) {
+            apply(next, b);
+        }
+        if (v != null && v.epoch == epoch && applied == before) {
+            next.freshMillis = Math.max(next.freshMillis, v.freshMillis); // the same changes as the view it replaces
+        }
         view = next;
         lastChange = nowMillis;
         if (epoch > beatEpoch) {
@@ -96,6 +139,24 @@ final class NodeCopy {
         updateUsable();
     }
 
+    /**
+     * The batches applied since sequence number {@code seq}, in order and without a hole, or null
+     * if {@link #recent} no longer reaches back to it.
+     */
+    private List<OwnerFilter.Batch> recentAfter(long seq) {
+        List<OwnerFilter.Batch> out = new ArrayList<>();
+        for (OwnerFilter.Batch b : recent) {
+            if (b.seqEnd() <= seq) {
+                continue;
+            }
+            if (out.isEmpty() && b.seqStart() > seq) {
+                return null;
+            }
+            out.add(b);
+        }
+        return out;
+    }
+
     /** A batch of changes arrived (perhaps out of order, perhaps twice, perhaps before its epoch's snapshot). */
     synchronized void batch(OwnerFilter.Batch b, long nowMillis) {
         View v = view;
@@ -104,7 +165,7 @@ final class NodeCopy {
             return; // of an epoch the owner has left, or applied already
         }
         if (v != null && b.epoch() == v.epoch && b.seqStart() <= applied) {
-            apply(b);
+            apply(v, b);
             lastChange = nowMillis;
             drainPending();
         } else if (pendingCount >= MAX_PENDING) {
@@ -139,9 +200,11 @@ final class NodeCopy {
         updateUsable();
     }
 
-    /** Applies a batch that starts at or before {@code applied}: entries already held are skipped. */
-    private void apply(OwnerFilter.Batch b) {
-        View v = view;
+    /**
+     * Applies a batch that starts at or before {@code applied} to view {@code v}: entries already
+     * held are skipped. The batch is kept in {@link #recent}.
+     */
+    private void apply(View v, OwnerFilter.Batch b) {
         long[] hashes = b.hashes();
         boolean[] removals = b.removals();
         for (int i = 0; i < hashes.length; i++) {
@@ -160,6 +223,11 @@ final class NodeCopy {
         applied = b.seqEnd();
         v.freshMillis = Math.max(v.freshMillis, b.cutMillis());
         catchUpBeats(v);
+        recent.addLast(b);
+        recentChanges += b.size();
+        while (recentChanges > RECENT_CHANGES) {
+            recentChanges -= recent.removeFirst().size();
+        }
     }
 
     /** Heartbeats the copy has now reached count toward its freshness. */
@@ -188,7 +256,7 @@ final class NodeCopy {
             OwnerFilter.Batch b = mine.pollFirstEntry().getValue();
             pendingCount--;
             if (b.seqEnd() > applied) {
-                apply(b);
+                apply(v, b);
             }
         }
     }

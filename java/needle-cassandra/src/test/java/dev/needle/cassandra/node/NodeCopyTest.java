@@ -55,11 +55,38 @@ class NodeCopyTest {
     @Test
     void aCopyNeverDeniesAKeyPublishedAtItsSequenceNumber() {
         for (long seed = 1; seed <= 20; seed++) {
-            run(new Random(seed));
+            run(new Random(seed), false);
         }
     }
 
-    private static void run(Random rnd) {
+    /**
+     * The same with filters sized as the owner sizes its snapshots (a quarter of room), so copies
+     * fill up as the owner grows, and snapshots delivered late, after batches that follow them.
+     */
+    @Test
+    void aCopyOfAGrowingOwnerWithLateSnapshotsNeverDeniesAKey() {
+        for (long seed = 1; seed <= 20; seed++) {
+            run(new Random(seed), true);
+        }
+    }
+
+    private static KeyFilter snapshotFilter(long[] hashes, boolean tight) {
+        if (!tight) {
+            return filterOf(hashes);
+        }
+        for (long capacity = Math.max(32, hashes.length * 5L / 4); ; capacity += capacity / 4) {
+            KeyFilter f = CuckooFilter.create(capacity, FP);
+            boolean all = true;
+            for (long h : hashes) {
+                all &= f.insertHash(h);
+            }
+            if (all) {
+                return f;
+            }
+        }
+    }
+
+    private static void run(Random rnd, boolean growing) {
         OwnerFilter owner = new OwnerFilter();
         Map<Long, Boolean> live = new HashMap<>();
         long[] keys = new long[500];
@@ -70,13 +97,15 @@ class NodeCopyTest {
         History history = new History();
         history.atSeq.put(first.seq(), Set.of());
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(first.epoch(), first.seq(), first.cutMillis(), filterOf(first.hashes()), 0);
+        copy.snapshot(first.epoch(), first.seq(), first.cutMillis(), snapshotFilter(first.hashes(), growing), 0);
         copy.heartbeat(first.epoch(), first.seq(), first.cutMillis(), true);
         List<OwnerFilter.Batch> inFlight = new ArrayList<>();
+        List<OwnerFilter.Snapshot> snapshotsInFlight = new ArrayList<>();
+        boolean mended = false;
         for (int round = 0; round < 300; round++) {
             for (int op = rnd.nextInt(20); op > 0; op--) {
                 long k = keys[rnd.nextInt(keys.length)];
-                boolean nowLive = rnd.nextInt(3) > 0;
+                boolean nowLive = rnd.nextInt(growing ? 5 : 3) > 0;
                 live.put(k, nowLive);
                 owner.decide(k, () -> live.getOrDefault(k, false));
             }
@@ -97,12 +126,26 @@ class NodeCopyTest {
                 }
             }
             check(copy, history);
-            if (copy.needsSnapshot() && rnd.nextInt(4) == 0) {
+            assertTrue(growing || copy.view().usable, "a copy without growth stopped being trusted");
+            boolean wanted = copy.needsSnapshot() && rnd.nextInt(4) == 0;
+            if (wanted || (growing && rnd.nextInt(15) == 0)) {
                 OwnerFilter.Snapshot s = owner.snapshot(false);
                 assertEquals(history.current, toSet(s.hashes()), "the snapshot is the published set");
-                copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), round);
-                check(copy, history);
+                snapshotsInFlight.add(s);
             }
+            // Snapshots arrive at once without growth, or some rounds late with it.
+            for (int i = snapshotsInFlight.size() - 1; i >= 0; i--) {
+                if (!growing || rnd.nextInt(3) == 0) {
+                    OwnerFilter.Snapshot s = snapshotsInFlight.remove(i);
+                    boolean wasFull = copy.needsSnapshot() && copy.view() != null && !copy.view().usable;
+                    copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), snapshotFilter(s.hashes(), growing), round);
+                    mended |= wasFull && copy.view().usable;
+                    check(copy, history);
+                }
+            }
+        }
+        if (growing) {
+            assertTrue(mended || copy.view().usable, "a full copy was never mended by a snapshot");
         }
     }
 
@@ -114,8 +157,12 @@ class NodeCopyTest {
         return s;
     }
 
+    /** What a trusted copy promises; a copy that is full (so not trusted) promises nothing. */
     private static void check(NodeCopy copy, History history) {
         NodeCopy.View v = copy.view();
+        if (!v.usable) {
+            return;
+        }
         long w = copy.appliedSeq();
         Set<Long> published = history.atSeq.get(w);
         assertNotNull(published, "the copy is at sequence " + w + ", which no batch ended at");
@@ -202,5 +249,86 @@ class NodeCopyTest {
         assertFalse(copy.needsSnapshot(), "still asking after the snapshot");
         assertTrue(copy.view().trusted(p.atMillis(), 1_000), "the heartbeat counts once the snapshot covers it");
         assertTrue(copy.view().filter.mightContainHash(9));
+    }
+
+    private static KeyFilter filterOf(long[] hashes, long capacity) {
+        KeyFilter f = CuckooFilter.create(capacity, FP);
+        for (long h : hashes) {
+            assertTrue(f.insertHash(h));
+        }
+        return f;
+    }
+
+    /**
+     * An owner that grows sends a bigger snapshot, but the batches after it travel faster and
+     * fill the copy's old filter: the copy takes the bigger snapshot late and applies those
+     * batches to it again, instead of staying full (untrusted) for good.
+     */
+    @Test
+    void aBiggerSnapshotOvertakenByLaterBatchesIsTakenAndTheyAreAppliedAgain() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 64), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        long small = copy.view().filter.capacity();
+        OwnerFilter.Snapshot bigger = null;
+        Random rnd = new Random(11);
+        List<Long> keys = new ArrayList<>();
+        for (int b = 0; b < 40; b++) {
+            for (int i = 0; i < 10; i++) {
+                keys.add(rnd.nextLong());
+                owner.publish(keys.get(keys.size() - 1));
+            }
+            copy.batch(owner.drain(), b);
+            if (b == 3) {
+                bigger = owner.snapshot(false); // sent now, delivered after every batch below
+            }
+        }
+        assertTrue(copy.needsSnapshot(), "400 keys fit in a filter for " + small);
+        assertFalse(copy.view().usable, "a full copy is trusted");
+        long last = owner.position().seq();
+        assertEquals(last, copy.appliedSeq());
+        copy.snapshot(bigger.epoch(), bigger.seq(), bigger.cutMillis(), filterOf(bigger.hashes(), 1024), 50);
+        assertEquals(last, copy.appliedSeq(), "the copy is behind the batches it had applied");
+        assertFalse(copy.needsSnapshot(), "the copy still asks for a snapshot");
+        assertTrue(copy.view().usable);
+        assertEquals(400, copy.view().filter.count());
+        for (long k : keys) {
+            assertTrue(copy.view().filter.mightContainHash(k), "a false negative for key " + k);
+        }
+        // An owner that grows while no copy is full: the bigger snapshot is taken as well.
+        OwnerFilter.Snapshot grown = owner.snapshot(false);
+        owner.publish(rnd.nextLong());
+        copy.batch(owner.drain(), 60);
+        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 61);
+        assertTrue(copy.view().filter.capacity() >= 4096, "the bigger filter was not taken");
+        assertEquals(401, copy.view().filter.count());
+        assertEquals(owner.position().seq(), copy.appliedSeq());
+        // A snapshot of the same size behind the batches changes nothing.
+        KeyFilter held = copy.view().filter;
+        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 62);
+        assertTrue(held == copy.view().filter, "a snapshot no bigger and behind the batches replaced the copy");
+    }
+
+    /** A full copy that has applied every batch takes a snapshot at the same sequence number (an idle owner). */
+    @Test
+    void aFullCopyTakesASnapshotAtTheSequenceNumberItIsAt() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 64), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        Random rnd = new Random(12);
+        for (int k = 0; k < 200; k++) {
+            owner.publish(rnd.nextLong());
+        }
+        copy.batch(owner.drain(), 1);
+        assertTrue(copy.needsSnapshot());
+        OwnerFilter.Snapshot now = owner.snapshot(false);
+        assertEquals(now.seq(), copy.appliedSeq());
+        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), 512), 2);
+        assertFalse(copy.needsSnapshot());
+        assertEquals(200, copy.view().filter.count());
     }
 }
