@@ -7,7 +7,8 @@
         Data paper, with the targets checked), tables.md and the charts of every table
     needle_plot.py summarize-scheme2 [--results DIR]
         bench/results/scheme2/summary.json (the node-filter tables, every latency profile run,
-        with the targets checked) and tables.md
+        and the staleness probe's staleness.json, with the targets checked), tables.md and the
+        staleness curve (staleness.png)
 
 Only the standard library and matplotlib; the summary needs no matplotlib.
 """
@@ -21,6 +22,10 @@ VARIANT_COLORS = {"stock": "#7f7f7f", "needle-bloom": "#1f77b4", "needle-cuckoo"
 SCHEME1 = [f"scheme1-table{i}" for i in range(1, 6)]
 # The node-filter lookup targets per latency profile: stock / Needle-Cuckoo median at 100% remote.
 SCHEME2_REMOTE_GAIN = {"lan": 3.0, "az": 5.0}
+# The staleness targets: p99.9 of the time until every coordinator holds a new key, per phase (ms),
+# and the wire bytes of the sync per changed key and receiving node.
+STALENESS_MS = {"idle": 50, "load": 250}
+SYNC_BYTES_PER_CHANGE = 32
 
 
 def load(path):
@@ -375,8 +380,124 @@ def summarize_scheme2(results_dir):
             for name, d in docs.items()
         }
     }
+    staleness_file = results_dir / "scheme2" / "staleness.json"
+    if staleness_file.exists():
+        staleness = json.loads(staleness_file.read_text())
+        checks += check_staleness_targets(staleness)
+        body["staleness"] = staleness_summary(staleness)
+        try:
+            print(f"wrote {staleness_chart(staleness, results_dir / 'scheme2')}")
+        except ImportError:
+            print(
+                "needle_plot: matplotlib missing; staleness chart skipped (bench/plot/run installs it)", file=sys.stderr
+            )
+    else:
+        print(f"needle_plot: {staleness_file} missing (run bench/needle-bench staleness); left out", file=sys.stderr)
     reproduces = "2022 Journal of Big Data paper, Tables 6-13 (node filters)"
     return write_summary(results_dir / "scheme2", docs, reproduces, body, checks)
+
+
+def staleness_check(target, row, ok, value, latency):
+    """One checked target of the staleness probe, in the form of the tables' checks."""
+    return target_check(
+        target, "staleness", {"label": row, "cache": "warm", "delete_mode": None}, ok, value, latency=latency
+    )
+
+
+def check_staleness_targets(doc):
+    """The window of bounded staleness and the sync's bytes, from the staleness probe's file."""
+    latency = doc["latency"]
+    checks = []
+    for phase, bound in STALENESS_MS.items():
+        p999 = doc["probe"][phase]["needle-cuckoo"]["visible_at_every_coordinator_ms"]["p99.9"]
+        checks.append(
+            staleness_check(
+                f"99.9% of new keys held by every coordinator's copy within {bound} ms ({phase})",
+                phase,
+                p999 <= bound,
+                p999,
+                latency,
+            )
+        )
+    checks.append(
+        staleness_check(
+            f"no read that began more than S ({doc['staleness_bound']}) after the write missed it",
+            "idle and load",
+            not doc["violations"],
+            len(doc["violations"]),
+            latency,
+        )
+    )
+    for phase, tables in doc["sync_cost"].items():
+        if phase.startswith("idle"):
+            continue
+        per_change = tables["needle-cuckoo"]["wire_bytes_per_change_per_receiving_node"]
+        checks.append(
+            staleness_check(
+                f"sync: at most {SYNC_BYTES_PER_CHANGE} bytes on the wire per changed key per receiving node",
+                f"{phase.replace('_', ' ')} ({tables['needle-cuckoo']['inserts_per_s']:,} inserts/s)",
+                per_change is not None and per_change <= SYNC_BYTES_PER_CHANGE,
+                per_change,
+                latency,
+            )
+        )
+    return checks
+
+
+def staleness_summary(doc):
+    """The probe's figures without its curves' raw counts."""
+    return {
+        "nodes": doc["nodes"],
+        "latency": doc["latency"],
+        "staleness_bound": doc["staleness_bound"],
+        "method": doc["method"],
+        "probe": {
+            phase: {
+                table: {k: v for k, v in r.items() if k != "curve"} | {"curve": curve_points(r)}
+                for table, r in tables.items()
+            }
+            for phase, tables in doc["probe"].items()
+        },
+        "violations": len(doc["violations"]),
+        "sync_cost": doc["sync_cost"],
+    }
+
+
+def curve_points(probe):
+    """(bin start in ms, fraction of reads that missed) of one probe's curve."""
+    return [[c["from_ms"], round(c["miss_fraction"], 5)] for c in probe["curve"]]
+
+
+def staleness_chart(doc, out_dir):
+    """The fraction of reads that miss a just-written key against the time since the write."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for phase, style in (("idle", "-"), ("load", "--")):
+        for table, color in (("needle-cuckoo", VARIANT_COLORS["needle-cuckoo"]), ("stock", VARIANT_COLORS["stock"])):
+            curve = doc["probe"][phase][table]["curve"]
+            xs = [max(c["from_ms"], 0.1) for c in curve]
+            ax.step(
+                xs, [c["miss_fraction"] for c in curve], style, where="post", color=color, label=f"{table}, {phase}"
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel("time since the write was acknowledged, ms (start of the read)")
+    ax.set_ylabel("fraction of reads that miss the key")
+    ax.set_title(
+        f"Reads of a just-written key through the other nodes: {doc['nodes']} nodes, {doc['latency']}, "
+        f"S = {doc['staleness_bound']}",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out_dir) / "staleness.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
 
 
 def write_summary(out, docs, reproduces, body, checks):

@@ -152,3 +152,64 @@ def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_pa
     del lan["runs"][1]["request_floor"]["query"]
     checks = needle_plot.check_scheme2_targets({"scheme2-table7": lan})
     assert not any(c["target"].startswith("skipped lookups") and c["delete_mode"] == "partition" for c in checks)
+
+
+def staleness_doc(idle_p999, load_p999, violations, full_bytes, paced_bytes):
+    def probe(p999):
+        return {
+            "keys": 1000,
+            "reads": 5000,
+            "misses": 40,
+            "visible_at_every_coordinator_ms": {"p50": 2.0, "p99": 5.0, "p99.9": p999, "max": p999 + 1},
+            "curve": [
+                {"from_ms": 0.0, "to_ms": 0.5, "reads": 100, "misses": 30, "miss_fraction": 0.3},
+                {"from_ms": 0.5, "to_ms": 1.0, "reads": 100, "misses": 10, "miss_fraction": 0.1},
+            ],
+        }
+
+    def cost(per_change):
+        return {
+            "stock": {"inserts_per_s": 3000, "wire_bytes_per_change_per_receiving_node": None},
+            "needle-cuckoo": {"inserts_per_s": 2900, "wire_bytes_per_change_per_receiving_node": per_change},
+        }
+
+    return {
+        "nodes": 4,
+        "latency": "lan",
+        "staleness_bound": "1s",
+        "method": "...",
+        "probe": {
+            "idle": {"needle-cuckoo": probe(idle_p999), "stock": probe(1.0)},
+            "load": {"needle-cuckoo": probe(load_p999), "stock": probe(1.0)},
+        },
+        "violations": [{"key": 1}] * violations,
+        "sync_cost": {
+            "idle_internode_bytes_per_s": 1000,
+            "full_rate": cost(full_bytes),
+            "paced_200_per_s": cost(paced_bytes),
+        },
+    }
+
+
+def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes(tmp_path):
+    checks = needle_plot.check_staleness_targets(staleness_doc(12.5, 251.0, 0, 30.2, 140.0))
+    got = {(c["row"], c["target"].split(" (")[0].split(":")[0]): (c["met"], c["value"]) for c in checks}
+    assert got[("idle", "99.9% of new keys held by every coordinator's copy within 50 ms")] == (True, 12.5)
+    assert got[("load", "99.9% of new keys held by every coordinator's copy within 250 ms")] == (False, 251.0)
+    assert got[("idle and load", "no read that began more than S")] == (True, 0)
+    assert got[("full rate (2,900 inserts/s)", "sync")] == (True, 30.2)
+    assert got[("paced 200 per s (2,900 inserts/s)", "sync")] == (False, 140.0)
+    assert all(c["table"] == "staleness" and c["latency"] == "lan" for c in checks)
+    assert len(checks) == 5
+    bad = needle_plot.check_staleness_targets(staleness_doc(60.0, 10.0, 2, None, 10.0))
+    assert [c["met"] for c in bad] == [False, True, False, False, True]
+    # The summary of the node-filter tables takes the probe's file when it is there.
+    lan = doc("scheme2-table9", [remote_run({"live": 1.0}, r, 1000, 1000) for r in (0.0, 1.0)])
+    lan["experiment"]["cluster"] = {"nodes": 4, "latency": "lan", "replication_factor": 1}
+    (tmp_path / "scheme2-table9").mkdir()
+    (tmp_path / "scheme2-table9" / "results.json").write_text(json.dumps(lan))
+    (tmp_path / "scheme2").mkdir()
+    (tmp_path / "scheme2" / "staleness.json").write_text(json.dumps(staleness_doc(12.5, 20.0, 0, 30.2, 20.0)))
+    summary = needle_plot.summarize_scheme2(tmp_path)
+    assert summary["targets_checked"] == 2 + 5 and summary["targets_met"] == 7
+    assert summary["staleness"]["probe"]["idle"]["needle-cuckoo"]["curve"] == [[0.0, 0.3], [0.5, 0.1]]

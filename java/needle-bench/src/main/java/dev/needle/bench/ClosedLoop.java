@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -41,6 +42,18 @@ final class ClosedLoop {
      * every thread and is rethrown: a benchmark with failed requests measures nothing.
      */
     static Outcome run(int threads, long ops, long seed, Op op, AtomicLong progress) {
+        return run(threads, ops, () -> false, seed, op, progress);
+    }
+
+    /**
+     * Runs operations on {@code threads} threads until {@code stop} says so (checked before each
+     * operation): a background load of no fixed size.
+     */
+    static Outcome runUntil(int threads, BooleanSupplier stop, long seed, Op op, AtomicLong progress) {
+        return run(threads, Long.MAX_VALUE, stop, seed, op, progress);
+    }
+
+    private static Outcome run(int threads, long ops, BooleanSupplier stop, long seed, Op op, AtomicLong progress) {
         AtomicLong next = new AtomicLong();
         AtomicLong wrong = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -55,7 +68,7 @@ final class ClosedLoop {
                     () -> {
                         try {
                             for (long i = next.getAndIncrement();
-                                    i < ops && failure.get() == null;
+                                    i < ops && failure.get() == null && !stop.getAsBoolean();
                                     i = next.getAndIncrement()) {
                                 long t0 = System.nanoTime();
                                 boolean ok = op.run(i, random);

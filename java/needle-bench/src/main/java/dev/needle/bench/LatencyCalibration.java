@@ -206,11 +206,13 @@ final class LatencyCalibration {
         return out;
     }
 
-    private static double q(long[] sorted, double q) {
+    /** The q-quantile of sorted nanosecond values, in milliseconds. */
+    static double q(long[] sorted, double q) {
         return sorted[Math.min(sorted.length - 1, (int) (q * sorted.length))] / 1e6;
     }
 
-    private static double round(double ms) {
+    /** Rounded to three decimals (microseconds, for milliseconds). */
+    static double round(double ms) {
         return Math.round(ms * 1000) / 1000.0;
     }
 

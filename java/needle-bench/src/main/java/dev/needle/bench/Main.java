@@ -19,6 +19,7 @@ public final class Main {
     private static final String USAGE = """
             usage: needle-bench run EXPERIMENT.json [options]
                    needle-bench calibrate-latency [options]   (what the emulated network latency adds; --help)
+                   needle-bench staleness [options]           (how soon copies hold a new key, sync bytes; --help)
               --out DIR            where results.json goes (default bench/results/<name>)
               --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
               --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
@@ -42,6 +43,9 @@ public final class Main {
     static int run(String[] args) {
         if (args.length >= 1 && args[0].equals("calibrate-latency")) {
             return LatencyCalibration.run(args);
+        }
+        if (args.length >= 1 && args[0].equals("staleness")) {
+            return StalenessProbe.run(args);
         }
         if (args.length < 2 || !args[0].equals("run")) {
             System.err.print(USAGE);

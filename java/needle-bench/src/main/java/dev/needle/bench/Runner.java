@@ -604,35 +604,49 @@ public final class Runner {
     private void waitTrustedCopies(long deadline) {
         sleep(stalenessMillis() + 1500);
         for (Variant v : variants) {
-            while (v.needle()) {
-                List<String> states = new ArrayList<>();
-                int trusted = 0;
-                for (var r : session.execute(
-                        "SELECT owner, role, trusted, state FROM needle_views.node_filters WHERE keyspace_name = ? AND table_name = ?",
-                        KEYSPACE,
-                        v.table())) {
-                    states.add(r.getFormattedContents());
-                    if ("copy".equals(r.getString("role")) && r.getBoolean("trusted")) {
-                        trusted++;
-                    }
-                }
-                if (trusted == shape.nodes() - 1) {
-                    break;
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("node 1 does not trust copies of every other node's filter of "
-                            + v.table() + " after 10 minutes: " + states);
-                }
-                sleep(200);
+            if (v.needle()) {
+                awaitTrustedCopies(session, KEYSPACE, v.table(), shape.nodes(), deadline);
             }
+        }
+    }
+
+    /**
+     * Waits until the node {@code session} talks to trusts a copy of every other node's filter of
+     * {@code keyspace.table} ({@code needle_views.node_filters}); past {@code deadline} (a
+     * {@link System#nanoTime()}) throws with the copies' states.
+     */
+    static void awaitTrustedCopies(CqlSession session, String keyspace, String table, int nodes, long deadline) {
+        while (true) {
+            List<String> states = new ArrayList<>();
+            int trusted = 0;
+            for (var r : session.execute(
+                    "SELECT owner, role, trusted, state FROM needle_views.node_filters WHERE keyspace_name = ? AND table_name = ?",
+                    keyspace,
+                    table)) {
+                states.add(r.getFormattedContents());
+                if ("copy".equals(r.getString("role")) && r.getBoolean("trusted")) {
+                    trusted++;
+                }
+            }
+            if (trusted == nodes - 1) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("a node does not trust copies of every other node's filter of "
+                        + keyspace + "." + table + " after 10 minutes: " + states);
+            }
+            sleep(200);
         }
     }
 
     /** The bound S of the index options ('staleness', default 1s), in milliseconds. */
     long stalenessMillis() {
-        String s = e.indexOptions() == null
-                ? "1s"
-                : e.indexOptions().getOrDefault("staleness", "1s").trim();
+        return parseStaleness(e.indexOptions() == null ? "1s" : e.indexOptions().getOrDefault("staleness", "1s"));
+    }
+
+    /** A staleness bound as the index takes it (e.g. 500ms, 2s), in milliseconds. */
+    static long parseStaleness(String option) {
+        String s = option.trim();
         java.util.regex.Matcher m =
                 java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*(ms|s)").matcher(s);
         if (!m.matches()) {

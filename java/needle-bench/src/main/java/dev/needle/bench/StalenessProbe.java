@@ -1,0 +1,719 @@
+package dev.needle.bench;
+
+import com.datastax.oss.driver.api.core.CqlIdentifier;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.ProtocolVersion;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.metadata.Node;
+import com.datastax.oss.driver.api.core.metadata.TokenMap;
+import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.needle.testhooks.LatencyProfile;
+import dev.needle.testkit.LocalCluster;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * {@code needle-bench staleness}: the window of bounded staleness and the cost of the sync, measured
+ * on a local cluster with node filters (beyond the 2022 paper, which measured neither).
+ *
+ * <p><b>Staleness curve.</b> Each probe key is written at ONE through the node that owns it
+ * (replication factor 1), and from the moment the write is acknowledged it is read at ONE, back
+ * to back, through every other node in turn until each of them has returned it once. A read that
+ * misses was answered from a copy that did not hold the key yet. The run records the fraction of
+ * reads that miss against the time since the acknowledgement, and per key the time until every
+ * coordinator returned it; at idle, and again while loader threads insert new partitions into the
+ * Needle table through their owners. The same probe on a stock table, key by key in turn with the
+ * Needle table's, is the control: it never misses.
+ * A read that began more than S after the acknowledgement and missed breaks invariant 5 (b).
+ *
+ * <p><b>Sync cost.</b> Bytes sent between nodes ({@code system_views.internode_outbound}) while
+ * new partitions are inserted through their owners (no replication traffic at RF 1), less the
+ * rate of an idle period just before, per changed key and receiving node; at full load and at a
+ * paced rate (smaller batches). Writes {@code staleness.json}, after each phase.
+ */
+final class StalenessProbe {
+    private static final String USAGE = """
+            usage: needle-bench staleness [options]
+              --nodes N            nodes (default 4)
+              --latency PROFILE    emulated internode latency (default lan; raw, lan, az, wan, fixed:MS)
+              --keys N             probe keys per phase and table (default 2000)
+              --load-threads N     loader threads of the phase under load and of the full-rate sync cost (default 4)
+              --sync-keys N        partitions inserted per sync-cost phase (default 20000)
+              --paced-rate N       inserts per second of the paced sync-cost phase (default 200)
+              --staleness S        the index's bound S (default 1s)
+              --heap SIZE          each node's heap (default 1G)
+              --out DIR            where staleness.json goes (default bench/results/scheme2)
+              --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
+              --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
+            """;
+    static final String KEYSPACE = "needle_probe";
+    private static final Variant STOCK = Variant.of("stock");
+    private static final Variant NEEDLE = Variant.of("needle-cuckoo");
+    /** Bounds of the curve's bins of time since the acknowledgement, in milliseconds. */
+    static final double[] BINS_MS = {0, 0.5, 1, 2, 3, 5, 10, 20, 50, 100, 250, 1000, 5000};
+    /** A coordinator that has not returned a probe key this long after its write fails the run. */
+    private static final long GIVE_UP_NANOS = Duration.ofSeconds(30).toNanos();
+    /** The node-filter decisions counted on every coordinator: skipped, passed for a live key, passed for a stale copy. */
+    private static final List<String> DECISIONS = List.of("NodeSkipsOne", "NodePassedLive", "NodePassedStale");
+    /** The idle period before each sync-cost phase, whose rate of internode bytes is the baseline. */
+    private static final long IDLE_MILLIS = 10_000;
+
+    private StalenessProbe() {}
+
+    /** The options of one run. */
+    record Options(
+            int nodes,
+            String latency,
+            int keys,
+            int loadThreads,
+            int syncKeys,
+            int pacedRate,
+            String staleness,
+            String heap,
+            Path out,
+            Path jar,
+            Path tool) {
+        static Options parse(String[] args) {
+            int nodes = 4, keys = 2000, loadThreads = 4, syncKeys = 20_000, pacedRate = 200;
+            String latency = "lan", staleness = "1s", heap = "1G";
+            Path out = Path.of("bench/results/scheme2");
+            Path jar = Path.of("java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar");
+            Path tool = Path.of("deploy/needle-cluster");
+            for (int i = 1; i < args.length; i++) {
+                String a = args[i];
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(a + " needs a value");
+                }
+                String v = args[++i];
+                switch (a) {
+                    case "--nodes" -> nodes = positive(a, v);
+                    case "--latency" -> latency = v;
+                    case "--keys" -> keys = positive(a, v);
+                    case "--load-threads" -> loadThreads = positive(a, v);
+                    case "--sync-keys" -> syncKeys = positive(a, v);
+                    case "--paced-rate" -> pacedRate = positive(a, v);
+                    case "--staleness" -> staleness = v;
+                    case "--heap" -> heap = v;
+                    case "--out" -> out = Path.of(v);
+                    case "--plugin-jar" -> jar = Path.of(v);
+                    case "--cluster-tool" -> tool = Path.of(v);
+                    default -> throw new IllegalArgumentException("unknown option " + a);
+                }
+            }
+            if (nodes < 2) {
+                throw new IllegalArgumentException(
+                        "--nodes must be at least 2 (a key is read through the nodes that do not own it)");
+            }
+            LatencyProfile.parse(latency); // a bad name fails here, before any node starts
+            Runner.parseStaleness(staleness);
+            return new Options(nodes, latency, keys, loadThreads, syncKeys, pacedRate, staleness, heap, out, jar, tool);
+        }
+
+        private static int positive(String option, String v) {
+            int n;
+            try {
+                n = Integer.parseInt(v);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(option + " '" + v + "' is not a number");
+            }
+            if (n <= 0) {
+                throw new IllegalArgumentException(option + " must be positive, not " + v);
+            }
+            return n;
+        }
+    }
+
+    static int run(String[] args) {
+        if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
+            System.out.print(USAGE);
+            return 0;
+        }
+        Options o;
+        try {
+            o = Options.parse(args);
+            if (!Files.isExecutable(o.tool())) {
+                throw new IllegalArgumentException("cluster tool not found or not executable: "
+                        + o.tool().toAbsolutePath() + " (run from the repository root, or pass --cluster-tool)");
+            }
+            if (!Files.isRegularFile(o.jar())) {
+                throw new IllegalArgumentException("Needle plugin jar not found: "
+                        + o.jar().toAbsolutePath() + " (build it with 'make build', or pass --plugin-jar)");
+            }
+        } catch (IllegalArgumentException e) {
+            System.err.println("needle-bench: " + e.getMessage());
+            System.err.print(USAGE);
+            return 2;
+        }
+        System.err.printf("staleness: starting %d nodes, emulated latency %s%n", o.nodes(), o.latency());
+        Map<String, Object> doc;
+        try (LocalCluster c = LocalCluster.start(
+                o.tool(),
+                o.jar(),
+                Files.createTempDirectory("needle-staleness"),
+                o.nodes(),
+                "--heap",
+                o.heap(),
+                "--latency",
+                o.latency())) {
+            doc = new StalenessProbe.Run(c, o).call();
+        } catch (IOException | RuntimeException e) {
+            System.err.println("needle-bench: the staleness run failed: " + e);
+            e.printStackTrace();
+            return 1;
+        }
+        System.err.println("staleness: wrote " + o.out().resolve("staleness.json"));
+        @SuppressWarnings("unchecked")
+        List<Map<String, Object>> violations = (List<Map<String, Object>>) doc.get("violations");
+        if (!violations.isEmpty()) {
+            System.err.println("needle-bench: reads that began more than S after the write missed it: " + violations);
+            return 1;
+        }
+        return 0;
+    }
+
+    /** One run on a started cluster. */
+    private static final class Run {
+        private final LocalCluster cluster;
+        private final Options o;
+        private final CqlSession[] sessions; // [n]: every request to node n (index 0 unused)
+        private final CqlSession routed; // token-aware: each insert goes to the key's owner
+        private final long stalenessNanos;
+        private final List<Map<String, Object>> violations = new ArrayList<>();
+        private final ByteBuffer value = ByteBuffer.allocate(400);
+
+        Run(LocalCluster cluster, Options o) {
+            this.cluster = cluster;
+            this.o = o;
+            this.sessions = new CqlSession[o.nodes() + 1];
+            for (int n = 1; n <= o.nodes(); n++) {
+                sessions[n] = cluster.session(n);
+            }
+            this.routed = cluster.session(1, true);
+            this.stalenessNanos = Runner.parseStaleness(o.staleness()) * 1_000_000L;
+        }
+
+        Map<String, Object> call() throws IOException {
+            createSchema();
+            KeyOwners owners = new KeyOwners(routed, o.nodes());
+            SplittableRandom random = new SplittableRandom(42);
+            Map<String, Object> doc = new LinkedHashMap<>();
+            doc.put("experiment", "staleness of node-filter copies and cost of the sync");
+            doc.put("machine", Machine.facts());
+            doc.put("nodes", o.nodes());
+            doc.put("latency", o.latency());
+            doc.put("staleness_bound", o.staleness());
+            doc.put(
+                    "method",
+                    "replication factor 1; each probe key written at ONE through its owner, then read at ONE back to back"
+                            + " through every other node in turn until each returned it; phases idle and under a load of "
+                            + o.loadThreads() + " loader threads inserting 400-byte partitions through their owners");
+            Map<String, Object> phases = new LinkedHashMap<>();
+            doc.put("probe", phases);
+            doc.put("violations", violations);
+            for (boolean loaded : new boolean[] {false, true}) {
+                phases.put(loaded ? "load" : "idle", probePhase(owners, random, loaded));
+                save(doc);
+            }
+            doc.put("sync_cost", syncCost(random));
+            doc.put("node_filters", nodeFilterViews());
+            save(doc);
+            return doc;
+        }
+
+        /** Writes what is measured so far: an interrupted run keeps its finished phases. */
+        private void save(Map<String, Object> doc) throws IOException {
+            Files.createDirectories(o.out());
+            Path tmp = o.out().resolve("staleness.json.tmp");
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(tmp.toFile(), doc);
+            Files.move(tmp, o.out().resolve("staleness.json"), StandardCopyOption.REPLACE_EXISTING);
+        }
+
+        private void createSchema() throws IOException {
+            CqlSession s = sessions[1];
+            s.execute("CREATE KEYSPACE " + KEYSPACE
+                    + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+            Map<String, String> options = Map.of("node_filter", "one", "staleness", o.staleness());
+            for (Variant v : List.of(STOCK, NEEDLE)) {
+                for (String cql : v.ddl(KEYSPACE, options)) {
+                    s.execute(cql);
+                }
+            }
+            s.refreshSchema();
+            routed.refreshSchema();
+            long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
+            for (int n = 1; n <= o.nodes(); n++) {
+                cluster.awaitReady(n, KEYSPACE, NEEDLE.table());
+            }
+            for (int n = 1; n <= o.nodes(); n++) {
+                Runner.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), o.nodes(), deadline);
+            }
+        }
+
+        /**
+         * One phase of the probe, at idle or under load: the same keys' treatment for both tables,
+         * key by key in turn (the same noise for both), after a warm-up that is not recorded.
+         */
+        @SuppressWarnings("unchecked")
+        private Map<String, Object> probePhase(KeyOwners owners, SplittableRandom random, boolean loaded)
+                throws IOException {
+            List<Probe> probes = List.of(new Probe(NEEDLE), new Probe(STOCK));
+            String label = loaded ? "under load" : "at idle";
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<ClosedLoop.Outcome> load = new AtomicReference<>();
+            AtomicReference<Throwable> loadFailure = new AtomicReference<>();
+            Thread loader = null;
+            long loadStart = System.nanoTime();
+            if (loaded) {
+                PreparedStatement li = routed.prepare(
+                        "INSERT INTO " + KEYSPACE + "." + NEEDLE.table() + " (pk, ck, v) VALUES (?, 0, ?)");
+                long base = random.nextLong() & Long.MAX_VALUE >>> 1;
+                loader = new Thread(
+                        () -> {
+                            try {
+                                load.set(ClosedLoop.runUntil(
+                                        o.loadThreads(),
+                                        stop::get,
+                                        7,
+                                        (i, r) -> {
+                                            routed.execute(li.bind(base + i, value.duplicate()));
+                                            return true;
+                                        },
+                                        new AtomicLong()));
+                            } catch (Throwable e) {
+                                loadFailure.set(e);
+                            }
+                        },
+                        "needle-bench-loader");
+                loader.start();
+                sleep(2000); // the load reaches its rate before the probe starts
+            }
+            Map<String, Object> out = new LinkedHashMap<>();
+            try {
+                int warmup = Math.max(50, o.keys() / 10);
+                try (Progress pr = new Progress("probe warm-up " + label, warmup, "keys")) {
+                    for (int k = 0; k < warmup; k++) {
+                        for (Probe p : probes) {
+                            p.key(owners, random, loadFailure, false);
+                        }
+                        pr.done.incrementAndGet();
+                    }
+                }
+                long[][] decisions0 = decisions();
+                try (Progress pr = new Progress("probe " + label, o.keys(), "keys")) {
+                    for (int k = 0; k < o.keys(); k++) {
+                        for (Probe p : probes) {
+                            p.key(owners, random, loadFailure, true);
+                        }
+                        pr.done.incrementAndGet();
+                    }
+                }
+                for (Probe p : probes) {
+                    out.put(p.v.name(), p.result(label));
+                }
+                long[][] decisions1 = decisions();
+                Map<String, Object> d = new LinkedHashMap<>();
+                for (int i = 0; i < DECISIONS.size(); i++) {
+                    d.put(DECISIONS.get(i), sum(decisions1[i]) - sum(decisions0[i]));
+                }
+                ((Map<String, Object>) out.get(NEEDLE.name())).put("coordinator_decisions", d);
+                out.put("cassandra_mutation_delivery_ms", mutationDelivery());
+            } finally {
+                stop.set(true);
+                if (loader != null) {
+                    try {
+                        loader.join();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+            if (loaded && load.get() != null) {
+                ClosedLoop.Outcome l = load.get();
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("threads", o.loadThreads());
+                m.put("inserts", l.histogram().getTotalCount());
+                m.put(
+                        "inserts_per_s",
+                        Math.round(l.histogram().getTotalCount() / ((System.nanoTime() - loadStart) / 1e9)));
+                m.put("insert_p50_ms", round(l.histogram().getValueAtPercentile(50) / 1e6));
+                m.put("insert_p99_ms", round(l.histogram().getValueAtPercentile(99) / 1e6));
+                out.put("load", m);
+            }
+            return out;
+        }
+
+        /** What the probe of one table has seen in a phase. */
+        private final class Probe {
+            final Variant v;
+            final PreparedStatement[] insert = new PreparedStatement[o.nodes() + 1];
+            final PreparedStatement[] select = new PreparedStatement[o.nodes() + 1];
+            final long[] readsPerBin = new long[BINS_MS.length];
+            final long[] missesPerBin = new long[BINS_MS.length];
+            final List<Long> visible =
+                    new ArrayList<>(); // per key: start of the read after which every coordinator had it
+            final List<Long> lastMiss = new ArrayList<>(); // per key that was missed: start of its last missed read
+            final Map<Integer, Integer> missesPerKey = new java.util.TreeMap<>(); // misses of a key: keys
+            long reads, misses;
+
+            Probe(Variant v) {
+                this.v = v;
+                String t = KEYSPACE + "." + v.table();
+                for (int n = 1; n <= o.nodes(); n++) {
+                    insert[n] = sessions[n].prepare("INSERT INTO " + t + " (pk, ck, v) VALUES (?, 0, ?)");
+                    select[n] = sessions[n].prepare("SELECT ck FROM " + t + " WHERE pk = ?");
+                }
+            }
+
+            /** Writes a new key through its owner and reads it through every other node until each has it. */
+            void key(
+                    KeyOwners owners, SplittableRandom random, AtomicReference<Throwable> loadFailure, boolean record) {
+                if (loadFailure.get() != null) {
+                    throw new IllegalStateException("the load failed: " + loadFailure.get(), loadFailure.get());
+                }
+                long key;
+                int owner;
+                do {
+                    key = random.nextLong() & Long.MAX_VALUE;
+                    owner = owners.owner(key);
+                } while (owner < 1);
+                sessions[owner].execute(insert[owner].bind(key, value.duplicate()));
+                long ack = System.nanoTime();
+                long seen = 0, missedAt = -1;
+                int missed = 0;
+                boolean[] found = new boolean[o.nodes() + 1];
+                found[owner] = true;
+                for (int left = o.nodes() - 1; left > 0; ) {
+                    for (int n = 1; n <= o.nodes(); n++) {
+                        if (found[n]) {
+                            continue;
+                        }
+                        long start = System.nanoTime();
+                        boolean hit = sessions[n].execute(select[n].bind(key)).one() != null;
+                        long since = start - ack;
+                        if (record) {
+                            readsPerBin[bin(since)]++;
+                            reads++;
+                        }
+                        if (hit) {
+                            found[n] = true;
+                            left--;
+                            seen = Math.max(seen, since);
+                            continue;
+                        }
+                        missed++;
+                        missedAt = since;
+                        if (record) {
+                            missesPerBin[bin(since)]++;
+                            misses++;
+                        }
+                        if (since > stalenessNanos) {
+                            violations.add(Map.of(
+                                    "table",
+                                    v.table(),
+                                    "key",
+                                    key,
+                                    "owner",
+                                    owner,
+                                    "coordinator",
+                                    n,
+                                    "ms_since_write",
+                                    round(since / 1e6)));
+                        }
+                        if (since > GIVE_UP_NANOS) {
+                            throw new IllegalStateException("node " + n + " still misses key " + key + " of "
+                                    + v.table() + " written through node " + owner + " " + since / 1_000_000_000
+                                    + " s ago");
+                        }
+                    }
+                }
+                if (record) {
+                    visible.add(seen);
+                    if (missedAt >= 0) {
+                        lastMiss.add(missedAt);
+                    }
+                    missesPerKey.merge(missed, 1, Integer::sum);
+                }
+            }
+
+            Map<String, Object> result(String label) {
+                Map<String, Object> r = new LinkedHashMap<>();
+                r.put("keys", visible.size());
+                r.put("reads", reads);
+                r.put("misses", misses);
+                r.put("keys_missed_once_or_more", lastMiss.size());
+                r.put("keys_by_misses", missesPerKey);
+                r.put("visible_at_every_coordinator_ms", percentiles(longs(visible)));
+                r.put("last_miss_ms", percentiles(longs(lastMiss)));
+                List<Map<String, Object>> curve = new ArrayList<>();
+                for (int b = 0; b < BINS_MS.length; b++) {
+                    if (readsPerBin[b] == 0) {
+                        continue;
+                    }
+                    Map<String, Object> c = new LinkedHashMap<>();
+                    c.put("from_ms", BINS_MS[b]);
+                    c.put("to_ms", b + 1 < BINS_MS.length ? BINS_MS[b + 1] : null);
+                    c.put("reads", readsPerBin[b]);
+                    c.put("misses", missesPerBin[b]);
+                    c.put("miss_fraction", (double) missesPerBin[b] / readsPerBin[b]);
+                    curve.add(c);
+                }
+                r.put("curve", curve);
+                System.err.printf(
+                        "staleness: %s %s: %,d keys, %,d reads, %,d missed; every coordinator had a key after %s ms;"
+                                + " keys by misses %s; miss fraction by ms since the write %s%n",
+                        v.name(),
+                        label,
+                        visible.size(),
+                        reads,
+                        misses,
+                        r.get("visible_at_every_coordinator_ms"),
+                        missesPerKey,
+                        curve.stream()
+                                .map(c -> c.get("from_ms") + ": "
+                                        + String.format("%.3f", (double) c.get("miss_fraction")))
+                                .toList());
+                return r;
+            }
+        }
+
+        /**
+         * How long Cassandra's own mutation messages waited between leaving one node and being
+         * taken up by another (its {@code MUTATION_REQ-WaitLatency}, the "latencies waiting in
+         * queue" of {@code nodetool tpstats}, recent samples), per node: the sync's batches are
+         * such messages, so no copy can follow its owner faster.
+         */
+        private Map<String, Object> mutationDelivery() throws IOException {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (int n = 1; n <= o.nodes(); n++) {
+                String on = "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("p50", round(((Number) cluster.mbeanAttribute(n, on, "50thPercentile")).doubleValue() / 1000));
+                m.put("p99", round(((Number) cluster.mbeanAttribute(n, on, "99thPercentile")).doubleValue() / 1000));
+                m.put("p99.9", round(((Number) cluster.mbeanAttribute(n, on, "999thPercentile")).doubleValue() / 1000));
+                m.put("max", round(((Number) cluster.mbeanAttribute(n, on, "Max")).doubleValue() / 1000));
+                out.put("node" + n, m);
+            }
+            return out;
+        }
+
+        /**
+         * Wire bytes of the sync per changed key and receiving node: new partitions inserted
+         * through their owners into the stock table (the control: no data crosses the network at
+         * RF 1) and into the Needle table, at full rate and paced; each after an idle period whose
+         * rate of internode bytes (gossip, heartbeats) is taken off.
+         */
+        private Map<String, Object> syncCost(SplittableRandom random) throws IOException {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (int rate : new int[] {0, o.pacedRate()}) {
+                Map<String, Object> byTable = new LinkedHashMap<>();
+                for (Variant v : List.of(STOCK, NEEDLE)) {
+                    long[] before = internodeBytes();
+                    long t0 = System.nanoTime();
+                    sleep(IDLE_MILLIS);
+                    double idle = (sum(internodeBytes()) - sum(before)) / ((System.nanoTime() - t0) / 1e9);
+                    byTable.put(v.name(), insertAndCount(v, rate, random.nextLong() & Long.MAX_VALUE >>> 1, idle));
+                }
+                out.put(rate == 0 ? "full_rate" : "paced_" + rate + "_per_s", byTable);
+            }
+            return out;
+        }
+
+        private Map<String, Object> insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond)
+                throws IOException {
+            String t = KEYSPACE + "." + v.table();
+            PreparedStatement insert = routed.prepare("INSERT INTO " + t + " (pk, ck, v) VALUES (?, 0, ?)");
+            int keys = rate == 0 ? o.syncKeys() : Math.min(o.syncKeys(), rate * 30);
+            long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
+            long[] payload0 = v.needle() ? needleCounters(v, "NodeFilterBatchBytesSent") : null;
+            long[] bytes0 = internodeBytes();
+            long start = System.nanoTime();
+            String label = "sync cost, " + v.name() + (rate == 0 ? " at full rate" : " at " + rate + "/s");
+            try (Progress pr = new Progress(label, keys, "partitions")) {
+                if (rate == 0) {
+                    ClosedLoop.run(
+                            o.loadThreads(),
+                            keys,
+                            11,
+                            (i, r) -> {
+                                routed.execute(insert.bind(base + i, value.duplicate()));
+                                return true;
+                            },
+                            pr.done);
+                } else {
+                    for (int i = 0; i < keys; i++) {
+                        long due = start + i * 1_000_000_000L / rate;
+                        long wait = due - System.nanoTime();
+                        if (wait > 0) {
+                            sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                        }
+                        routed.execute(insert.bind(base + i, value.duplicate()));
+                        pr.done.incrementAndGet();
+                    }
+                }
+            }
+            sleep(500); // the last batches leave
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long wire = sum(internodeBytes()) - sum(bytes0);
+            double extra = wire - idleBytesPerSecond * seconds;
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("idle_internode_bytes_per_s", Math.round(idleBytesPerSecond));
+            r.put("partitions", keys);
+            r.put("seconds", round(seconds));
+            r.put("inserts_per_s", Math.round(keys / seconds));
+            r.put("internode_bytes", wire);
+            r.put("internode_bytes_above_idle", Math.round(extra));
+            r.put("internode_bytes_above_idle_per_partition_per_receiving_node", round(extra / keys / (o.nodes() - 1)));
+            if (v.needle()) {
+                long changes = sum(needleCounters(v, "NodeFilterChangesSent")) - sum(changes0);
+                long payload = sum(needleCounters(v, "NodeFilterBatchBytesSent")) - sum(payload0);
+                r.put("changes_sent", changes);
+                r.put("batch_payload_bytes_per_change", changes == 0 ? null : round((double) payload / changes));
+                r.put(
+                        "wire_bytes_per_change_per_receiving_node",
+                        changes == 0 ? null : round(extra / changes / (o.nodes() - 1)));
+            }
+            System.err.printf("staleness: %s: %s%n", label, r);
+            return r;
+        }
+
+        /** The node-filter decisions of the Needle table's coordinators ({@link #DECISIONS}), per node. */
+        private long[][] decisions() throws IOException {
+            long[][] out = new long[DECISIONS.size()][];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = needleCounters(NEEDLE, DECISIONS.get(i));
+            }
+            return out;
+        }
+
+        /** A Needle counter of table {@code v} on every node ([n-1] for node n). */
+        private long[] needleCounters(Variant v, String name) throws IOException {
+            long[] out = new long[o.nodes()];
+            for (int n = 1; n <= o.nodes(); n++) {
+                out[n - 1] = cluster.metric(n, KEYSPACE, v.table(), name);
+            }
+            return out;
+        }
+
+        /** Bytes each node has sent to the others ({@code system_views.internode_outbound}). */
+        private long[] internodeBytes() {
+            long[] out = new long[o.nodes()];
+            for (int n = 1; n <= o.nodes(); n++) {
+                for (var r : sessions[n].execute("SELECT sent_bytes FROM system_views.internode_outbound")) {
+                    out[n - 1] += r.getLong("sent_bytes");
+                }
+            }
+            return out;
+        }
+
+        /** Node 1's view of the node filters of the Needle table at the end: keys and bytes of each. */
+        private List<Map<String, Object>> nodeFilterViews() {
+            List<Map<String, Object>> out = new ArrayList<>();
+            for (var r : sessions[1].execute(
+                    "SELECT owner, role, epoch, seq, keys, bytes, trusted FROM needle_views.node_filters"
+                            + " WHERE keyspace_name = ? AND table_name = ?",
+                    KEYSPACE,
+                    NEEDLE.table())) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("owner", String.valueOf(r.getUuid("owner")));
+                m.put("role", r.getString("role"));
+                m.put("epoch", r.getLong("epoch"));
+                m.put("seq", r.getLong("seq"));
+                m.put("keys", r.getLong("keys"));
+                m.put("bytes", r.getLong("bytes"));
+                m.put("trusted", r.getBoolean("trusted"));
+                out.add(m);
+            }
+            return out;
+        }
+    }
+
+    /** Which node (its last address byte, 127.0.0.N) owns a key at replication factor 1. */
+    private static final class KeyOwners {
+        private final TokenMap tokens;
+        private final int nodes;
+
+        KeyOwners(CqlSession session, int nodes) {
+            this.tokens = session.getMetadata()
+                    .getTokenMap()
+                    .orElseThrow(() -> new IllegalStateException("the driver has no token map of the cluster"));
+            this.nodes = nodes;
+        }
+
+        int owner(long key) {
+            for (Node n : tokens.getReplicas(
+                    CqlIdentifier.fromInternal(KEYSPACE), TypeCodecs.BIGINT.encode(key, ProtocolVersion.DEFAULT))) {
+                if (n.getEndPoint().resolve() instanceof InetSocketAddress a) {
+                    int last = a.getAddress().getAddress()[3];
+                    return last >= 1 && last <= nodes ? last : -1;
+                }
+            }
+            return -1;
+        }
+    }
+
+    /** The bin of {@link #BINS_MS} that a time since the acknowledgement falls in. */
+    static int bin(long nanos) {
+        double ms = nanos / 1e6;
+        int b = 0;
+        while (b + 1 < BINS_MS.length && ms >= BINS_MS[b + 1]) {
+            b++;
+        }
+        return b;
+    }
+
+    /** p50, p99, p99.9 and max of nanosecond values, in milliseconds (empty: no values). */
+    static Map<String, Object> percentiles(long[] nanos) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        if (nanos.length == 0) {
+            return m;
+        }
+        long[] v = nanos.clone();
+        Arrays.sort(v);
+        m.put("p50", round(LatencyCalibration.q(v, 0.5)));
+        m.put("p99", round(LatencyCalibration.q(v, 0.99)));
+        m.put("p99.9", round(LatencyCalibration.q(v, 0.999)));
+        m.put("max", round(v[v.length - 1] / 1e6));
+        return m;
+    }
+
+    private static long[] longs(List<Long> v) {
+        return v.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    private static long sum(long[] v) {
+        return Arrays.stream(v).sum();
+    }
+
+    private static double round(double x) {
+        return LatencyCalibration.round(x);
+    }
+
+    private static void sleep(long ms) {
+        sleep(ms, 0);
+    }
+
+    private static void sleep(long ms, int nanos) {
+        try {
+            Thread.sleep(ms, nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+}
