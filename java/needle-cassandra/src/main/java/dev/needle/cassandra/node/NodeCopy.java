@@ -28,9 +28,11 @@ final class NodeCopy {
     /** Batches waiting for earlier ones (or for their epoch's snapshot) beyond this many: the copy asks for a snapshot. */
     static final int MAX_PENDING = 4096;
     /**
-     * Changes kept after they are applied, for a snapshot that arrives after them: at 1,000 changes
-     * a second from one owner, 16 s of them (about 150 KB per copy at most).
+     * Batches and changes kept after they are applied, for a snapshot that arrives after them: the
+     * last 5 s of batches at one per 5 ms, at most 16,384 changes (about 250 KB per copy at most).
      */
+    static final int RECENT_BATCHES = 1024;
+
     static final int RECENT_CHANGES = 1 << 14;
 
     /** What lookups read: one epoch's filter and how fresh it is. */
@@ -73,8 +75,8 @@ final class NodeCopy {
     private boolean broken;
     private long lastChange;
     /**
-     * The last batches applied to the view (at most {@link #RECENT_CHANGES} changes), to apply again
-     * to a snapshot that they overtook.
+     * The last batches applied to the view (at most {@link #RECENT_BATCHES} batches and {@link
+     * #RECENT_CHANGES} changes), to apply again to a snapshot that they overtook.
      */
     private final ArrayDeque<OwnerFilter.Batch> recent = new ArrayDeque<>();
 
@@ -128,6 +130,10 @@ final class NodeCopy {
         }
         if (v != null && v.epoch == epoch && applied == before) {
             next.freshMillis = Math.max(next.freshMillis, v.freshMillis); // the same changes as the view it replaces
+        } else if (v != null && v.epoch == epoch && applied < before) {
+            // A gap: the owner was at `before` by then. Like a heartbeat ahead, it makes the copy
+            // ask for a snapshot, and counts toward freshness once the copy gets there.
+            beatsAhead.merge(before, v.freshMillis, Math::max);
         }
         view = next;
         lastChange = nowMillis;
@@ -225,7 +231,7 @@ final class NodeCopy {
         catchUpBeats(v);
         recent.addLast(b);
         recentChanges += b.size();
-        while (recentChanges > RECENT_CHANGES) {
+        while (recentChanges > RECENT_CHANGES || recent.size() > RECENT_BATCHES) {
             recentChanges -= recent.removeFirst().size();
         }
     }

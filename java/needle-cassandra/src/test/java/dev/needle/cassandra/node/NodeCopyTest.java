@@ -331,4 +331,44 @@ class NodeCopyTest {
         assertFalse(copy.needsSnapshot());
         assertEquals(200, copy.view().filter.count());
     }
+
+    /**
+     * A snapshot older than the batches the copy still keeps: a copy with room ignores it; a full
+     * copy takes it at its own sequence number and asks for the changes it lacks (a gap).
+     */
+    @Test
+    void aSnapshotBehindTheKeptBatchesMendsOnlyAFullCopyAndLeavesAGap() {
+        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 8192), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        Random rnd = new Random(13);
+        owner.publish(rnd.nextLong());
+        copy.batch(owner.drain(), 1);
+        OwnerFilter.Snapshot old = owner.snapshot(false);
+        for (int b = 0; b < NodeCopy.RECENT_BATCHES + 10; b++) {
+            owner.publish(rnd.nextLong());
+            copy.batch(owner.drain(), 2);
+        }
+        KeyFilter held = copy.view().filter;
+        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 3);
+        assertTrue(held == copy.view().filter, "a bigger snapshot the kept batches no longer reach back to was taken");
+        assertFalse(copy.needsSnapshot());
+        // Fill the copy: 8,192 slots are not enough.
+        while (!copy.needsSnapshot()) {
+            for (int i = 0; i < 500; i++) {
+                owner.publish(rnd.nextLong());
+            }
+            copy.batch(owner.drain(), 4);
+        }
+        assertFalse(copy.view().usable);
+        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 5);
+        assertEquals(old.seq(), copy.appliedSeq(), "a full copy did not take the snapshot");
+        assertTrue(copy.needsSnapshot(), "the changes after the snapshot are missing, yet the copy asks for nothing");
+        OwnerFilter.Snapshot now = owner.snapshot(false);
+        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), now.hashes().length * 2L), 6);
+        assertFalse(copy.needsSnapshot());
+        assertTrue(copy.view().usable);
+    }
 }
