@@ -251,6 +251,15 @@ class NodeCopyTest {
         assertTrue(copy.view().filter.mightContainHash(9));
     }
 
+    /** A copy of {@code owner}'s new epoch in a filter for {@code capacity} keys, trusted. */
+    private static NodeCopy trustedCopy(OwnerFilter owner, long capacity) {
+        OwnerFilter.Snapshot s = owner.snapshot(true);
+        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), capacity), 0);
+        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        return copy;
+    }
+
     private static KeyFilter filterOf(long[] hashes, long capacity) {
         KeyFilter f = CuckooFilter.create(capacity, FP);
         for (long h : hashes) {
@@ -267,10 +276,7 @@ class NodeCopyTest {
     @Test
     void aBiggerSnapshotOvertakenByLaterBatchesIsTakenAndTheyAreAppliedAgain() {
         OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
-        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 64), 0);
-        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        NodeCopy copy = trustedCopy(owner, 64);
         long small = copy.view().filter.capacity();
         OwnerFilter.Snapshot bigger = null;
         Random rnd = new Random(11);
@@ -315,10 +321,7 @@ class NodeCopyTest {
     @Test
     void aFullCopyTakesASnapshotAtTheSequenceNumberItIsAt() {
         OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
-        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 64), 0);
-        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        NodeCopy copy = trustedCopy(owner, 64);
         Random rnd = new Random(12);
         for (int k = 0; k < 200; k++) {
             owner.publish(rnd.nextLong());
@@ -339,10 +342,7 @@ class NodeCopyTest {
     @Test
     void aSnapshotBehindTheKeptBatchesMendsOnlyAFullCopyAndLeavesAGap() {
         OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
-        NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), 8192), 0);
-        copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
+        NodeCopy copy = trustedCopy(owner, 8192);
         Random rnd = new Random(13);
         owner.publish(rnd.nextLong());
         copy.batch(owner.drain(), 1);
