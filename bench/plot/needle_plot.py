@@ -445,7 +445,8 @@ def check_staleness_targets(doc):
 
 
 def staleness_summary(doc):
-    """The probe's figures without its curves' raw counts."""
+    """The probe's figures with each table's curve as (bin start, miss fraction) points; a phase's
+    other entries (the load, Cassandra's mutation delivery) as they are."""
     return {
         "nodes": doc["nodes"],
         "latency": doc["latency"],
@@ -453,8 +454,8 @@ def staleness_summary(doc):
         "method": doc["method"],
         "probe": {
             phase: {
-                table: {k: v for k, v in r.items() if k != "curve"} | {"curve": curve_points(r)}
-                for table, r in tables.items()
+                name: ({k: v for k, v in r.items() if k != "curve"} | {"curve": curve_points(r)}) if "curve" in r else r
+                for name, r in tables.items()
             }
             for phase, tables in doc["probe"].items()
         },

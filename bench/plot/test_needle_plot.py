@@ -179,8 +179,8 @@ def staleness_doc(idle_p999, load_p999, violations, full_bytes, paced_bytes):
         "staleness_bound": "1s",
         "method": "...",
         "probe": {
-            "idle": {"needle-cuckoo": probe(idle_p999), "stock": probe(1.0)},
-            "load": {"needle-cuckoo": probe(load_p999), "stock": probe(1.0)},
+            "idle": {"needle-cuckoo": probe(idle_p999), "stock": probe(1.0), "cassandra_mutation_delivery_ms": {}},
+            "load": {"needle-cuckoo": probe(load_p999), "stock": probe(1.0), "load": {"inserts_per_s": 1600}},
         },
         "violations": [{"key": 1}] * violations,
         "sync_cost": {
@@ -213,3 +213,4 @@ def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes
     summary = needle_plot.summarize_scheme2(tmp_path)
     assert summary["targets_checked"] == 2 + 5 and summary["targets_met"] == 7
     assert summary["staleness"]["probe"]["idle"]["needle-cuckoo"]["curve"] == [[0.0, 0.3], [0.5, 0.1]]
+    assert summary["staleness"]["probe"]["load"]["load"] == {"inserts_per_s": 1600}
