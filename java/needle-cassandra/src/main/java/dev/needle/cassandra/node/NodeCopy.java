@@ -29,7 +29,7 @@ final class NodeCopy {
     static final int MAX_PENDING = 4096;
     /**
      * Batches and changes kept after they are applied, for a snapshot that arrives after them: the
-     * last 5 s of batches at one per 5 ms, at most 16,384 changes (about 250 KB per copy at most).
+     * last 5 s of batches at one per 5 ms, and at most 16,384 changes of 9 bytes each.
      */
     static final int RECENT_BATCHES = 1024;
 
