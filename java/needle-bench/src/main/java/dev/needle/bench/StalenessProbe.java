@@ -280,8 +280,7 @@ final class StalenessProbe {
             Thread loader = null;
             long loadStart = System.nanoTime();
             if (loaded) {
-                PreparedStatement li = routed.prepare(
-                        "INSERT INTO " + KEYSPACE + "." + NEEDLE.table() + " (pk, ck, v) VALUES (?, 0, ?)");
+                PreparedStatement li = routed.prepare(insertCql(NEEDLE));
                 long base = random.nextLong() & Long.MAX_VALUE >>> 1;
                 loader = new Thread(
                         () -> {
@@ -375,7 +374,7 @@ final class StalenessProbe {
                 this.v = v;
                 String t = KEYSPACE + "." + v.table();
                 for (int n = 1; n <= o.nodes(); n++) {
-                    insert[n] = sessions[n].prepare("INSERT INTO " + t + " (pk, ck, v) VALUES (?, 0, ?)");
+                    insert[n] = sessions[n].prepare(insertCql(v));
                     select[n] = sessions[n].prepare("SELECT ck FROM " + t + " WHERE pk = ?");
                 }
             }
@@ -536,8 +535,7 @@ final class StalenessProbe {
 
         private Map<String, Object> insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond)
                 throws IOException {
-            String t = KEYSPACE + "." + v.table();
-            PreparedStatement insert = routed.prepare("INSERT INTO " + t + " (pk, ck, v) VALUES (?, 0, ?)");
+            PreparedStatement insert = routed.prepare(insertCql(v));
             int keys = rate == 0 ? o.syncKeys() : Math.min(o.syncKeys(), rate * 30);
             long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
             long[] payload0 = v.needle() ? needleCounters(v, "NodeFilterBatchBytesSent") : null;
@@ -665,6 +663,11 @@ final class StalenessProbe {
             }
             return -1;
         }
+    }
+
+    /** The insert of one new partition (one row, its 400-byte value bound second) into {@code v}'s table. */
+    private static String insertCql(Variant v) {
+        return "INSERT INTO " + KEYSPACE + "." + v.table() + " (pk, ck, v) VALUES (?, 0, ?)";
     }
 
     /** The bin of {@link #BINS_MS} that a time since the acknowledgement falls in. */
