@@ -55,10 +55,12 @@ def matching_rows(
     value: Any,
     columns: Sequence[str] | None,
     constants: Callable[[Path], dict[str, pyarrow.Scalar]] | None = None,
+    deleted: Callable[[Path], Sequence[int]] | None = None,
 ) -> list[pyarrow.Table]:
     """The rows of each candidate file (only its candidate row groups, if any) whose ``column``
     equals ``value``, one table per file; ``constants(path)`` adds columns a file does not store
-    (a Delta table's partition values)."""
+    (a Delta table's partition values), and the rows at the positions ``deleted(path)`` gives (a
+    Delta table's deletion vector) are left out."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -75,11 +77,26 @@ def matching_rows(
         stored = [n for n in (columns or []) if n in f.schema_arrow.names]
         read = None if columns is None else list(dict.fromkeys([*stored, column]))
         t = f.read(columns=read) if groups is None else f.read_row_groups(groups, columns=read)
+        hidden = deleted(path) if deleted else ()
+        if hidden:
+            t = t.filter(pc.invert(pc.is_in(_positions(f, groups), value_set=pa.array(hidden, pa.uint64()))))
         t = t.filter(pc.equal(t[column], pa.scalar(value, type=t.schema.field(column).type)))
         for name, scalar in (constants(path) if constants else {}).items():
             t = t.append_column(pa.field(name, scalar.type), pa.array([scalar.as_py()] * t.num_rows, scalar.type))
         tables.append(t)
     return tables
+
+
+def _positions(f: Any, groups: list[int] | None) -> pyarrow.Array:
+    """The position in the file of every row read from ``f`` (all of it, or ``groups`` in order)."""
+    import pyarrow as pa
+
+    md = f.metadata
+    starts = [0]
+    for g in range(md.num_row_groups):
+        starts.append(starts[-1] + md.row_group(g).num_rows)
+    spans = [(0, starts[-1])] if groups is None else [(starts[g], starts[g + 1]) for g in groups]
+    return pa.array([i for a, b in spans for i in range(a, b)], pa.uint64())
 
 
 def concat(tables: list[pyarrow.Table], empty: pyarrow.Schema | None, columns: Sequence[str] | None) -> pyarrow.Table:

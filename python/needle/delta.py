@@ -53,9 +53,9 @@ def index_delta(
     Returns ``{"version", "added", "removed", "unchanged", "values"}``.
 
     Raises:
-        NeedleError: the table cannot be read, uses what this version does not read (a
-            live file with a deletion vector, column mapping), ``column`` is a partition column, or a file
-            cannot be indexed (the message names it).
+        NeedleError: the table cannot be read, uses what this version does not read (column
+            mapping), ``column`` is a partition column, or a file cannot be indexed (the message
+            names it).
     """
     root = _local(table)
     return _native.index_delta(
@@ -106,8 +106,8 @@ def delta_lookup(
     columns: Sequence[str] | None = None,
 ) -> pyarrow.Table:
     """The rows of the table at ``version`` (default: the latest) whose indexed column equals
-    ``value``, read from the candidate files alone, partition columns included, as one
-    ``pyarrow.Table``."""
+    ``value``, read from the candidate files alone, partition columns included, without the rows
+    that deletion vectors hide, as one ``pyarrow.Table``."""
     snap = _open(table, version)
     candidates, column = _candidates(snap, value, index)
     schema = _arrow_schema(snap.schema)
@@ -120,7 +120,13 @@ def delta_lookup(
             for name, raw in live[os.fspath(path.relative_to(root))].items()
         }
 
-    parts = matching_rows(candidates, column, value, columns, partition_values)
+    with_vectors = set(snap.files_with_deletion_vectors)
+
+    def deleted(path: Path) -> list[int]:
+        rel = os.fspath(path.relative_to(root))
+        return snap.deleted_rows(rel) if rel in with_vectors else []
+
+    parts = matching_rows(candidates, column, value, columns, partition_values, deleted)
     return concat(parts, None if parts else schema, columns)
 
 

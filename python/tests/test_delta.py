@@ -5,6 +5,7 @@ itself; deltalake writes the tables and is the oracle."""
 
 import json
 import random
+import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -144,12 +145,39 @@ def test_a_multi_part_checkpoint_replaces_the_cleaned_up_log(tmp_path):
         needle.delta_lookup(table, 1, version=latest - 2)
 
 
-def test_a_live_file_with_a_deletion_vector_is_refused(tmp_path):
+Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def inline_deletion_vector(positions):
+    """The descriptor of a deletion vector stored in the log (storage type "i") that hides the
+    rows at ``positions`` (an even number, fewer than 4,096, below 2**16): the portable
+    serialization of a 64-bit Roaring bitmap after its magic number, Z85-encoded."""
+    positions = sorted(set(positions))
+    assert len(positions) % 2 == 0 and 0 < len(positions) < 4096 and positions[-1] < 2**16
+    b = struct.pack("<IQIIIHHI", 1681511377, 1, 0, 12346, 1, 0, len(positions) - 1, 16)
+    b += struct.pack(f"<{len(positions)}H", *positions)
+    text = ""
+    for i in range(0, len(b), 4):
+        v = int.from_bytes(b[i : i + 4], "big")
+        text += "".join(Z85[v // 85**k % 85] for k in range(4, -1, -1))
+    return {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": len(b), "cardinality": len(positions)}
+
+
+def test_rows_a_deletion_vector_hides_are_not_returned(tmp_path):
+    rnd = random.Random(2)
     table = tmp_path / "t"
-    write_deltalake(str(table), batch(random.Random(2), 10))
+    write_deltalake(str(table), batch(rnd, 600))
+    write_deltalake(str(table), batch(rnd, 600), mode="append")
     needle.index_delta(table, "key")
     log = table / "_delta_log"
-    (add,) = [a["add"] for a in map(json.loads, (log / f"{0:020}.json").read_text().splitlines()) if "add" in a]
+    adds = [
+        a["add"]
+        for v in (0, 1)
+        for a in map(json.loads, (log / f"{v:020}.json").read_text().splitlines())
+        if "add" in a
+    ]
+    first, second = (pq.read_table(table / a["path"]) for a in adds)
+    hidden = sorted(rnd.sample(range(first.num_rows), 120))
     protocol = {
         "protocol": {
             "minReaderVersion": 3,
@@ -158,20 +186,22 @@ def test_a_live_file_with_a_deletion_vector_is_refused(tmp_path):
             "writerFeatures": ["deletionVectors"],
         }
     }
-    # Version 1 enables the feature: no file has a vector yet, and the table reads.
-    (log / f"{1:020}.json").write_text(json.dumps(protocol) + "\n")
-    assert rows(needle.delta_lookup(table, 1)) == rows(truth(table, 0, 1))
-    # Version 2 gives the file a vector (the protocol's example descriptor).
-    dv = {
-        "storageType": "u",
-        "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^",
-        "offset": 4,
-        "sizeInBytes": 40,
-        "cardinality": 1,
-    }
-    remove = {"path": add["path"], "deletionTimestamp": 1, "dataChange": True}
-    commit = [{"remove": remove}, {"add": {**add, "deletionVector": dv}}]
-    (log / f"{2:020}.json").write_text("".join(json.dumps(a) + "\n" for a in commit))
-    with pytest.raises(needle.NeedleError, match="has a deletion vector"):
-        needle.delta_lookup(table, 1)
-    assert rows(needle.delta_lookup(table, 1, version=1)) == rows(truth(table, 0, 1))
+    # Version 2 turns the feature on; version 3 deletes rows of the first file through a vector.
+    (log / f"{2:020}.json").write_text(json.dumps(protocol) + "\n")
+    remove = {"path": adds[0]["path"], "deletionTimestamp": 1, "dataChange": True}
+    commit = [{"remove": remove}, {"add": {**adds[0], "deletionVector": inline_deletion_vector(hidden)}}]
+    (log / f"{3:020}.json").write_text("".join(json.dumps(a) + "\n" for a in commit))
+    keep = pc.invert(pc.is_in(pa.array(range(first.num_rows)), value_set=pa.array(hidden)))
+    version2 = pa.concat_tables([first, second])
+    version3 = pa.concat_tables([first.filter(keep), second])
+    hidden_keys = sorted(set(first.take(hidden)["key"].to_pylist()))
+    fewer = 0
+    for value in hidden_keys + [rnd.randrange(0, 3000) for _ in range(30)]:
+
+        def where(t, value=value):
+            return rows(t.filter(pc.equal(t["key"], value)))
+
+        assert rows(needle.delta_lookup(table, value)) == where(version3), value
+        assert rows(needle.delta_lookup(table, value, version=2)) == where(version2), value
+        fewer += len(where(version3)) < len(where(version2))
+    assert fewer >= len(hidden_keys)

@@ -138,7 +138,8 @@ enum Cmd {
     Serve {
         /// Index directory (with --parquet: default DIR/.needle-index).
         index: Option<PathBuf>,
-        /// The Parquet directory the index covers: enables /lookup, and the value type comes from it.
+        /// The Parquet directory (or Delta table, indexed by index-delta) the index covers: enables
+        /// /lookup, and the value type comes from it. A Delta table is served at any version.
         #[arg(long)]
         parquet: Option<PathBuf>,
         /// Address to listen on (port 0: any free port, printed at start).

@@ -7,16 +7,23 @@
 //! - `GET /lookup?value=V` (with `--parquet DIR`): the matching rows
 //! - `GET /health`, `GET /metrics` (Prometheus text format)
 //!
+//! With `--parquet TABLE` of a Delta table indexed by `needle index-delta`, the service follows
+//! the table's log as well as the index: answers are for the latest version, or for the one a
+//! request names (`version=N`, `{"version": N}`), and hold every file live in that version that
+//! the index does not cover yet, so they never miss a file, whatever the index's lag.
+//!
 //! Bad input gets a 4xx answer whose JSON body says what was wrong.
 
 use needle_index::{Index, Options, Value};
+use needle_lake::delta::{self, DeltaSnapshot};
 use needle_lake::pq::{self, ParquetMeta};
 use needle_lake::ValueType;
 use serde_json::{json, Value as Json};
+use std::collections::{HashSet, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 use tiny_http::{Header, Method, Request, Response, Server};
 
@@ -24,6 +31,8 @@ use tiny_http::{Header, Method, Request, Response, Server};
 const MAX_BATCH: usize = 100_000;
 /// At most this many bytes in a request body.
 const MAX_BODY: u64 = 16 << 20;
+/// Versions of a Delta table other than the latest kept loaded for requests that name them.
+const KEPT_VERSIONS: usize = 4;
 
 /// What `needle serve` was asked to serve.
 pub struct ServeOptions {
@@ -42,6 +51,89 @@ struct Snapshot {
     opened: Instant,
     /// What the index's files looked like when it was opened.
     signature: Vec<(String, u64, Option<SystemTime>)>,
+    /// Of a Delta table's index: the data files it holds whole ([`delta::covered_files`]).
+    covered: HashSet<String>,
+}
+
+/// The Delta table an index follows: its latest version, loaded again when the log changes, and
+/// the last few other versions requests asked for.
+struct DeltaTable {
+    root: PathBuf,
+    latest: RwLock<Arc<DeltaSnapshot>>,
+    /// The log's file names when `latest` was loaded.
+    log: Mutex<Vec<String>>,
+    others: Mutex<VecDeque<Arc<DeltaSnapshot>>>,
+}
+
+impl DeltaTable {
+    fn open(root: &Path) -> Result<DeltaTable, String> {
+        let log = log_signature(root)?;
+        let latest = DeltaSnapshot::load(root, None)?;
+        Ok(DeltaTable {
+            root: root.to_path_buf(),
+            latest: RwLock::new(Arc::new(latest)),
+            log: Mutex::new(log),
+            others: Mutex::new(VecDeque::new()),
+        })
+    }
+
+    fn latest(&self) -> Arc<DeltaSnapshot> {
+        Arc::clone(&self.latest.read().unwrap())
+    }
+
+    /// Version `version` (None: the latest) of the table.
+    fn at(&self, version: Option<u64>) -> Result<Arc<DeltaSnapshot>, Failure> {
+        let latest = self.latest();
+        let v = match version {
+            None => return Ok(latest),
+            Some(v) if v == latest.version => return Ok(latest),
+            Some(v) => v,
+        };
+        if let Some(s) = self.others.lock().unwrap().iter().find(|s| s.version == v) {
+            return Ok(Arc::clone(s));
+        }
+        let snap = Arc::new(DeltaSnapshot::load(&self.root, Some(v)).map_err(|e| {
+            // A version past the latest is not there; one whose log was cleaned up is gone.
+            let status = if e.contains("has no version") {
+                404
+            } else if e.contains("can no longer be read") {
+                410
+            } else {
+                500
+            };
+            Failure(status, e)
+        })?);
+        let mut others = self.others.lock().unwrap();
+        if others.len() == KEPT_VERSIONS {
+            others.pop_front();
+        }
+        others.push_back(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    /// Loads the latest version again if the log changed; whether it did.
+    fn refresh(&self) -> Result<bool, String> {
+        let now = log_signature(&self.root)?;
+        if *self.log.lock().unwrap() == now {
+            return Ok(false);
+        }
+        let latest = DeltaSnapshot::load(&self.root, None)?;
+        *self.latest.write().unwrap() = Arc::new(latest);
+        *self.log.lock().unwrap() = now;
+        Ok(true)
+    }
+}
+
+/// The names of a Delta table's log files: a new commit or checkpoint changes them.
+fn log_signature(root: &Path) -> Result<Vec<String>, String> {
+    let log = root.join("_delta_log");
+    let rd = std::fs::read_dir(&log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
+    let mut names: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 #[derive(Default)]
@@ -63,6 +155,8 @@ struct Service {
     meta: Option<ParquetMeta>,
     kind: ValueType,
     current: RwLock<Arc<Snapshot>>,
+    /// The Delta table the index follows, if it indexes one.
+    delta: Option<DeltaTable>,
     metrics: Metrics,
 }
 
@@ -82,13 +176,19 @@ fn signature(dir: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>, Strin
     Ok(out)
 }
 
-fn open_snapshot(dir: &Path) -> Result<Snapshot, String> {
+fn open_snapshot(dir: &Path, of_delta: bool) -> Result<Snapshot, String> {
     let signature = signature(dir)?;
     let index = Index::open_snapshot(dir, Options::default()).map_err(|e| e.to_string())?;
+    let covered = if of_delta {
+        delta::covered_files(&index)
+    } else {
+        HashSet::new()
+    };
     Ok(Snapshot {
         index,
         opened: Instant::now(),
         signature,
+        covered,
     })
 }
 
@@ -98,14 +198,6 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         Some(_) => Some(ParquetMeta::load(&opts.index)?),
         None => None,
     };
-    if opts.parquet.is_some() && needle_lake::delta::indexed_version(&opts.index)?.is_some() {
-        // Its candidates are only right together with the table's log (files added or removed
-        // since the index's version), which the service does not read.
-        return Err(format!(
-            "{} indexes a Delta table, which the service does not serve; use `needle lookup` or the Python package",
-            opts.index.display()
-        ));
-    }
     let kind = meta.as_ref().map(|m| m.kind).unwrap_or(opts.kind);
     if !opts.index.join("MANIFEST").exists() {
         return Err(format!(
@@ -113,7 +205,17 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
             opts.index.display()
         ));
     }
-    let first = open_snapshot(&opts.index)?;
+    // An index made by index-delta is only right together with the table's log (files added or
+    // removed since the version it covers): the service follows both.
+    let delta = match (&opts.parquet, &meta) {
+        (Some(root), Some(meta)) if delta::indexed_version(&opts.index)?.is_some() => {
+            let table = DeltaTable::open(root)?;
+            table.latest().check_column(&meta.column)?;
+            Some(table)
+        }
+        _ => None,
+    };
+    let first = open_snapshot(&opts.index, delta.is_some())?;
     let server = Server::http(&opts.listen).map_err(|e| {
         format!(
             "cannot listen on {}: {e} (is the port in use? pass another --listen)",
@@ -125,8 +227,16 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         .to_ip()
         .map(|a| a.to_string())
         .unwrap_or_else(|| opts.listen.clone());
+    let table = match &delta {
+        Some(t) => format!(
+            ", Delta table {} at version {}",
+            t.root.display(),
+            t.latest().version
+        ),
+        None => String::new(),
+    };
     println!(
-        "needle serve: listening on http://{addr} (index {}, {} values)",
+        "needle serve: listening on http://{addr} (index {}, {} values{table})",
         opts.index.display(),
         kind.name()
     );
@@ -136,6 +246,7 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
         meta,
         kind,
         current: RwLock::new(Arc::new(first)),
+        delta,
         metrics: Metrics::default(),
         opts,
     });
@@ -164,10 +275,28 @@ impl Service {
         Arc::clone(&self.current.read().unwrap())
     }
 
-    /// Opens a new snapshot whenever the index's files changed; keeps the old one if it cannot.
+    /// Opens a new snapshot whenever the index's files changed, and loads a Delta table's
+    /// latest version when its log changed; keeps the old ones if it cannot.
     fn refresh_loop(&self) {
         loop {
             std::thread::sleep(self.opts.refresh);
+            if let Some(table) = &self.delta {
+                match table.refresh() {
+                    Ok(true) => {
+                        self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.metrics
+                            .refresh_failures
+                            .fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "needle serve: keeps version {} of the table; cannot load the latest: {e}",
+                            table.latest().version
+                        );
+                    }
+                }
+            }
             let changed = match signature(&self.opts.index) {
                 Ok(s) => s != self.snapshot().signature,
                 Err(_) => true,
@@ -175,7 +304,7 @@ impl Service {
             if !changed {
                 continue;
             }
-            match open_snapshot(&self.opts.index) {
+            match open_snapshot(&self.opts.index, self.delta.is_some()) {
                 Ok(s) => {
                     *self.current.write().unwrap() = Arc::new(s);
                     self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
@@ -257,15 +386,57 @@ impl Service {
         Ok((text, v))
     }
 
+    /// The version a request names (`version=N`), which only a Delta table has.
+    fn version_param(&self, version: Option<String>) -> Result<Option<u64>, Failure> {
+        let Some(text) = version else {
+            return Ok(None);
+        };
+        if self.delta.is_none() {
+            return Err(Failure(
+                400,
+                "version=... reads a Delta table indexed by `needle index-delta`, and this index is not one".into(),
+            ));
+        }
+        text.trim().parse().map(Some).map_err(|_| {
+            Failure(
+                400,
+                format!("version: {text:?} is not a table version (0, 1, 2, ...)"),
+            )
+        })
+    }
+
+    /// The table version a request reads (None for an index of a plain directory).
+    fn table_at(&self, version: Option<u64>) -> Result<Option<Arc<DeltaSnapshot>>, Failure> {
+        self.delta.as_ref().map(|t| t.at(version)).transpose()
+    }
+
+    /// The answer `ids` of the index, for the table version `table` if there is one.
+    fn candidates_of(
+        snap: &Snapshot,
+        table: Option<&DeltaSnapshot>,
+        ids: Vec<String>,
+    ) -> Vec<String> {
+        match table {
+            Some(t) => delta::candidates_among(t, &snap.covered, ids),
+            None => ids,
+        }
+    }
+
     fn candidates_get(&self, query: &str) -> Result<Json, Failure> {
         let (text, v) = self.value_param(query)?;
-        let c = self
-            .snapshot()
+        let table = self.table_at(self.version_param(query_param(query, "version"))?)?;
+        let snap = self.snapshot();
+        let ids = snap
             .index
             .query(&v)
             .map_err(|e| Failure(500, e.to_string()))?;
+        let c = Self::candidates_of(&snap, table.as_deref(), ids);
         self.count(1, c.len());
-        Ok(json!({ "value": text, "candidates": c }))
+        let mut answer = json!({ "value": text, "candidates": c });
+        if let Some(t) = table {
+            answer["version"] = json!(t.version);
+        }
+        Ok(answer)
     }
 
     fn candidates_post(&self, req: &mut Request) -> Result<Json, Failure> {
@@ -283,6 +454,17 @@ impl Service {
             .get("values")
             .and_then(Json::as_array)
             .ok_or_else(|| Failure(400, "the body must be {\"values\": [...]}".into()))?;
+        let version = match doc.get("version") {
+            None | Some(Json::Null) => None,
+            Some(Json::Number(n)) => Some(n.to_string()),
+            Some(other) => {
+                return Err(Failure(
+                    400,
+                    format!("version is {other}; give a table version as a JSON integer"),
+                ))
+            }
+        };
+        let table = self.table_at(self.version_param(version)?)?;
         if values.len() > MAX_BATCH {
             return Err(Failure(
                 413,
@@ -318,13 +500,20 @@ impl Service {
                 .map_err(|e| Failure(400, format!("values[{i}]: {e}")))?;
             hashes.push(value.hash());
         }
-        let c = self
-            .snapshot()
+        let snap = self.snapshot();
+        let c: Vec<Vec<String>> = snap
             .index
             .query_batch(&hashes)
-            .map_err(|e| Failure(500, e.to_string()))?;
+            .map_err(|e| Failure(500, e.to_string()))?
+            .into_iter()
+            .map(|ids| Self::candidates_of(&snap, table.as_deref(), ids))
+            .collect();
         self.count(hashes.len(), c.iter().map(Vec::len).sum());
-        Ok(json!({ "candidates": c }))
+        let mut answer = json!({ "candidates": c });
+        if let Some(t) = table {
+            answer["version"] = json!(t.version);
+        }
+        Ok(answer)
     }
 
     fn lookup(&self, query: &str) -> Result<Json, Failure> {
@@ -335,21 +524,43 @@ impl Service {
             ));
         };
         let (text, v) = self.value_param(query)?;
+        let table = self.table_at(self.version_param(query_param(query, "version"))?)?;
         let snap = self.snapshot();
-        let r = pq::lookup_in(dir, meta, &snap.index, &v).map_err(|e| Failure(500, e))?;
+        let r = match &table {
+            Some(t) => delta::lookup_in(t, meta, &snap.index, &snap.covered, &v),
+            None => pq::lookup_in(dir, meta, &snap.index, &v),
+        }
+        .map_err(|e| Failure(500, e))?;
         self.count(1, r.candidates.len());
         let rows: Vec<Json> = r
             .rows
             .iter()
             .map(|row| json!({ "file": row.file, "row": row.row, "text": row.text }))
             .collect();
-        Ok(json!({ "value": text, "candidates": r.candidates, "rows": rows }))
+        let mut answer = json!({ "value": text, "candidates": r.candidates, "rows": rows });
+        if let Some(t) = table {
+            answer["version"] = json!(t.version);
+        }
+        Ok(answer)
+    }
+
+    /// Of a Delta table: its latest version, the version the index covers, and how many live
+    /// files the index does not hold (read whole by every lookup).
+    fn delta_state(&self, snap: &Snapshot) -> Option<(u64, Option<u64>, usize)> {
+        let table = self.delta.as_ref()?;
+        let latest = table.latest();
+        let indexed = delta::indexed_version(&self.opts.index).ok().flatten();
+        Some((
+            latest.version,
+            indexed,
+            delta::files_not_covered(&latest, &snap.covered),
+        ))
     }
 
     fn health(&self) -> Json {
         let snap = self.snapshot();
         let st = snap.index.stats();
-        json!({
+        let mut h = json!({
             "status": "ok",
             "index": self.opts.index.display().to_string(),
             "value_type": self.kind.name(),
@@ -357,7 +568,16 @@ impl Service {
             "segments": st.segments,
             "values": st.values,
             "snapshot_age_ms": snap.opened.elapsed().as_millis() as u64,
-        })
+        });
+        if let Some((latest, indexed, missing)) = self.delta_state(&snap) {
+            h["delta"] = json!({
+                "table": self.delta.as_ref().map(|t| t.root.display().to_string()),
+                "latest_version": latest,
+                "indexed_version": indexed,
+                "live_files_not_indexed": missing,
+            });
+        }
+        h
     }
 
     fn count(&self, values: usize, candidates: usize) {
@@ -450,6 +670,24 @@ impl Service {
                 snap.opened.elapsed().as_secs_f64(),
             ),
         ];
+        let mut gauges = gauges.to_vec();
+        if let Some((latest, indexed, missing)) = self.delta_state(&snap) {
+            gauges.push((
+                "needle_delta_latest_version",
+                "The Delta table's latest version.",
+                latest as f64,
+            ));
+            gauges.push((
+                "needle_delta_indexed_version",
+                "The table version the index covers (-1: none).",
+                indexed.map_or(-1.0, |v| v as f64),
+            ));
+            gauges.push((
+                "needle_delta_live_files_not_indexed",
+                "Live files of the latest version the index does not hold (read whole).",
+                missing as f64,
+            ));
+        }
         for (name, help, v) in gauges {
             out += &format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n");
         }

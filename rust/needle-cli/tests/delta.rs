@@ -9,43 +9,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 mod common;
+use common::delta_log::{
+    add, add_with_deletion_vector, commit, inline_deletion_vector, metadata, protocol_with, remove,
+    PROTOCOL,
+};
 use common::{full_scan_files, generate, needle};
-
-const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
-const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;
-
-fn metadata(partition_columns: &str, configuration: &str) -> String {
-    format!(
-        r#"{{"metaData":{{"id":"t","format":{{"provider":"parquet","options":{{}}}},"schemaString":"{SCHEMA}","partitionColumns":[{partition_columns}],"configuration":{{{configuration}}},"createdTime":0}}}}"#
-    )
-}
-
-/// A path as the log writes it: a relative URI.
-fn uri(path: &str) -> String {
-    path.replace('%', "%25").replace(' ', "%20")
-}
-
-fn add(path: &str) -> String {
-    format!(
-        r#"{{"add":{{"path":"{}","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true}}}}"#,
-        uri(path)
-    )
-}
-
-fn remove(path: &str) -> String {
-    format!(
-        r#"{{"remove":{{"path":"{}","deletionTimestamp":0,"dataChange":true}}}}"#,
-        uri(path)
-    )
-}
-
-fn commit(table: &Path, version: u64, actions: &[String]) {
-    let log = table.join("_delta_log");
-    std::fs::create_dir_all(&log).unwrap();
-    let mut text = actions.join("\n");
-    text.push('\n');
-    std::fs::write(log.join(format!("{version:020}.json")), text).unwrap();
-}
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -199,24 +167,9 @@ fn what_the_reader_does_not_read_is_refused() {
         assert!(!table.path().join(".needle-index").exists());
     };
     let data = add("part-000.parquet");
-    let features = |f: &str| {
-        format!(
-            r#"{{"protocol":{{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["{f}"],"writerFeatures":["{f}"]}}}}"#
-        )
-    };
-    // A live file with a deletion vector (the protocol's example descriptor).
-    let with_dv = data.replace(
-        r#""dataChange":true"#,
-        r#""dataChange":true,"deletionVector":{"storageType":"u","pathOrInlineDv":"ab^-aqEH.-t@S}K{vb[*k^","offset":4,"sizeInBytes":40,"cardinality":6}"#,
-    );
-    refused(
-        &[features("deletionVectors"), metadata("", ""), with_dv],
-        "id",
-        "the data file part-000.parquet has a deletion vector",
-    );
     refused(
         &[
-            features("someFutureFeature"),
+            protocol_with("someFutureFeature"),
             metadata("", ""),
             data.clone(),
         ],
@@ -291,7 +244,7 @@ fn what_the_reader_does_not_read_is_refused() {
         "{}",
         stderr(&o)
     );
-    // A plain Parquet index has no versions; the service does not serve a Delta index.
+    // A plain Parquet index has no versions.
     let plain = tmp.path().join("plain");
     generate(&plain, 1, 1, 20);
     let p = plain.to_str().unwrap();
@@ -304,6 +257,186 @@ fn what_the_reader_does_not_read_is_refused() {
         "{}",
         stderr(&o)
     );
-    let o = needle(&["serve", "--parquet", t, "--listen", "127.0.0.1:0"]);
-    assert!(stderr(&o).contains("does not serve"), "{}", stderr(&o));
+}
+
+/// Every state a crash (or a run still going) can leave while `index-delta --row-groups` adds
+/// or removes a file of several row groups: lookups at every version still equal a full scan.
+/// A file counts as indexed only once all its row groups are in; until then it is read whole.
+#[test]
+fn a_file_half_added_or_half_removed_is_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path();
+    generate(table, 3, 4, 150);
+    let pool = common_pool(table);
+    commit(
+        table,
+        0,
+        &[
+            PROTOCOL.to_string(),
+            metadata("", ""),
+            add(&pool[0]),
+            add(&pool[1]),
+            add(&pool[2]),
+        ],
+    );
+    commit(table, 1, &[remove(&pool[2])]);
+    let t = table.to_str().unwrap();
+    let index_all = || {
+        let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    // Version 0 indexed: three files of four row groups each.
+    std::fs::rename(
+        table.join("_delta_log/00000000000000000001.json"),
+        table.join("v1"),
+    )
+    .unwrap();
+    index_all();
+    let index_dir = table.join(".needle-index");
+    let v0: BTreeSet<String> = pool.iter().cloned().collect();
+    let open = || needle_index::Index::open(&index_dir, needle_index::Options::default()).unwrap();
+    let ids_of = |file: &str| -> Vec<String> {
+        let mut ids: Vec<String> = open()
+            .partitions()
+            .into_iter()
+            .filter(|p| !p.removed && needle_lake::pq::split_id(&p.id).0 == file)
+            .map(|p| p.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids_of(&pool[0]).len(), 4);
+    // A run that stopped after the first k of a file's appends: the entries after them are
+    // missing (removed here; the next run adds them again, in the same order).
+    let order: Vec<String> = needle_lake::pq::append_order(4)
+        .map(|g| needle_lake::pq::partition_id(&pool[0], Some(g)))
+        .collect();
+    for k in 0..order.len() {
+        {
+            let ix = open();
+            for id in &order[k..] {
+                ix.remove_partition(id).unwrap();
+            }
+            ix.flush().unwrap();
+        }
+        check_version(table, 0, &v0);
+        index_all();
+        assert_eq!(ids_of(&pool[0]).len(), 4, "the next run completes the file");
+    }
+    // Version 1 removes a file: a run that stopped after the first k of its removals.
+    std::fs::rename(
+        table.join("v1"),
+        table.join("_delta_log/00000000000000000001.json"),
+    )
+    .unwrap();
+    let v1: BTreeSet<String> = pool[..2].iter().cloned().collect();
+    let removals = needle_lake::pq::removal_order(ids_of(&pool[2]));
+    assert!(
+        needle_lake::pq::marks_file(&removals[0]),
+        "the marker goes first"
+    );
+    for k in 1..removals.len() {
+        {
+            let ix = open();
+            for id in &removals[..k] {
+                ix.remove_partition(id).unwrap();
+            }
+            ix.flush().unwrap();
+        }
+        check_version(table, 0, &v0);
+        check_version(table, 1, &v1);
+        // Back to version 0's index: the file's entries added again.
+        std::fs::rename(
+            table.join("_delta_log/00000000000000000001.json"),
+            table.join("v1"),
+        )
+        .unwrap();
+        index_all();
+        std::fs::rename(
+            table.join("v1"),
+            table.join("_delta_log/00000000000000000001.json"),
+        )
+        .unwrap();
+    }
+    index_all();
+    assert!(ids_of(&pool[2]).is_empty());
+    check_version(table, 0, &v0);
+    check_version(table, 1, &v1);
+}
+
+/// Rows a deletion vector hides are not returned, by `needle lookup` at the version that has it;
+/// the version before it still returns them. The index needs no change (the file's path stays).
+#[test]
+fn rows_a_deletion_vector_hides_are_not_returned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path();
+    generate(table, 2, 3, 100);
+    let pool = common_pool(table);
+    commit(
+        table,
+        0,
+        &[
+            PROTOCOL.into(),
+            metadata("", ""),
+            add(&pool[0]),
+            add(&pool[1]),
+        ],
+    );
+    let t = table.to_str().unwrap();
+    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Version 1 deletes 40 rows of the first file, in every row group, through a vector.
+    let hidden: Vec<u16> = (0..40).map(|i| i * 7 + 3).collect();
+    commit(
+        table,
+        1,
+        &[
+            protocol_with("deletionVectors"),
+            remove(&pool[0]),
+            add_with_deletion_vector(&pool[0], &inline_deletion_vector(&hidden)),
+        ],
+    );
+    let snap = delta::DeltaSnapshot::load(table, Some(1)).unwrap();
+    let want_hidden: Vec<u64> = hidden.iter().map(|&p| p as u64).collect();
+    assert_eq!(snap.deleted_rows(&pool[0]).unwrap(), want_hidden);
+    assert!(snap.deleted_rows(&pool[1]).unwrap().is_empty());
+    let files: Vec<PathBuf> = pool.iter().map(|f| table.join(f)).collect();
+    // The ids of the hidden rows (as `generate` writes them: 100 rows per row group) and more.
+    let mut probes: Vec<i64> = hidden
+        .iter()
+        .map(|&p| ((p as i64 / 100) * 104_729 + (p as i64 % 100) * 31) % 5000)
+        .collect();
+    probes.extend((0..5000i64).step_by(97));
+    let mut gone = 0;
+    for v in probes {
+        let all = full_scan_files(table, &files, "id", &Value::Int(v));
+        let kept: Vec<_> = all
+            .iter()
+            .filter(|r| !(r.file == pool[0] && want_hidden.contains(&r.row)))
+            .cloned()
+            .collect();
+        gone += all.len() - kept.len();
+        assert_eq!(
+            delta::lookup(table, Some(1), None, &v.to_string())
+                .unwrap()
+                .rows,
+            kept,
+            "{v}"
+        );
+        assert_eq!(
+            delta::lookup(table, Some(0), None, &v.to_string())
+                .unwrap()
+                .rows,
+            all,
+            "{v}"
+        );
+    }
+    assert!(gone >= hidden.len(), "every hidden row was probed ({gone})");
+    // Re-indexing at version 1 changes nothing: the file keeps its path.
+    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("version 1"),
+        "{o:?}"
+    );
 }

@@ -235,3 +235,177 @@ fn a_port_in_use_and_a_missing_index_are_clear_errors() {
         "{err}"
     );
 }
+
+/// The rows a `/lookup` answer holds, as (file, row).
+fn rows_of(j: &Json) -> Vec<(String, u64)> {
+    j["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rows in {j}"))
+        .iter()
+        .map(|r| {
+            (
+                r["file"].as_str().unwrap().to_string(),
+                r["row"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn serves_a_delta_table_at_any_version_while_the_index_lags() {
+    use common::delta_log::{add, commit, metadata, remove, PROTOCOL};
+    use common::full_scan_files;
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path();
+    generate(table, 5, 2, 200);
+    let pool: Vec<String> = needle_lake::pq::parquet_files(table)
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f.strip_prefix(table)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let live_at: [&[usize]; 3] = [&[0, 1, 2], &[0, 2, 3], &[0, 2, 3, 4]];
+    commit(
+        table,
+        0,
+        &[
+            PROTOCOL.into(),
+            metadata("", ""),
+            add(&pool[0]),
+            add(&pool[1]),
+            add(&pool[2]),
+        ],
+    );
+    let t = table.to_str().unwrap();
+    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
+    assert!(o.status.success(), "{o:?}");
+    // Version 1 (not indexed yet): a file removed, a file added.
+    commit(table, 1, &[remove(&pool[1]), add(&pool[3])]);
+    let svc = Service::start(&["--parquet", t]);
+    let expect = |version: usize, id: i64| -> Vec<(String, u64)> {
+        let files: Vec<_> = live_at[version]
+            .iter()
+            .map(|&i| table.join(&pool[i]))
+            .collect();
+        full_scan_files(table, &files, "id", &Value::Int(id))
+            .into_iter()
+            .map(|r| (r.file, r.row))
+            .collect()
+    };
+    let check = |version: usize, latest: bool| {
+        let mut found = 0;
+        for id in (0..5000i64).step_by(61) {
+            let want = expect(version, id);
+            let path = if latest {
+                format!("/lookup?value={id}")
+            } else {
+                format!("/lookup?value={id}&version={version}")
+            };
+            let (status, j) = svc.get(&path);
+            assert_eq!(status, 200, "{j}");
+            assert_eq!(j["version"], version as u64, "{j}");
+            assert_eq!(rows_of(&j), want, "version {version}, id {id}");
+            found += !want.is_empty() as usize;
+        }
+        assert!(found > 10, "the probes find rows ({found})");
+    };
+    check(1, true);
+    check(0, false);
+    let (_, h) = svc.get("/health");
+    assert_eq!(h["delta"]["latest_version"], 1, "{h}");
+    assert_eq!(h["delta"]["indexed_version"], 0, "{h}");
+    assert_eq!(h["delta"]["live_files_not_indexed"], 1, "{h}");
+
+    // A new commit: the service follows the log.
+    commit(table, 2, &[add(&pool[4])]);
+    let t0 = Instant::now();
+    while svc.get("/health").1["delta"]["latest_version"] != 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "version 2 never came"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    check(2, true);
+    // The index catches up while the service runs; every version still reads right.
+    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
+    assert!(o.status.success(), "{o:?}");
+    let t0 = Instant::now();
+    while svc.get("/health").1["delta"]["live_files_not_indexed"] != 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the index never caught up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(svc.get("/health").1["delta"]["indexed_version"], 2);
+    for v in 0..3 {
+        check(v, false);
+    }
+    // Batches: every list holds only files live in the version asked for, and every one that
+    // holds the value.
+    let ids: Vec<i64> = (0..5000).step_by(397).collect();
+    let (status, j) = svc.post(
+        "/candidates",
+        &json!({ "values": ids, "version": 1 }).to_string(),
+    );
+    assert_eq!(status, 200, "{j}");
+    assert_eq!(j["version"], 1);
+    for (id, list) in ids.iter().zip(j["candidates"].as_array().unwrap()) {
+        let files: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| needle_lake::pq::split_id(c.as_str().unwrap()).0)
+            .collect();
+        for f in &files {
+            assert!(
+                live_at[1].iter().any(|&i| pool[i] == *f),
+                "{f} is not live in version 1"
+            );
+        }
+        for (file, _) in expect(1, *id) {
+            assert!(files.contains(&file.as_str()), "{file} holds {id}");
+        }
+    }
+    // Bad versions: 4xx with what is wrong.
+    let bad = [
+        svc.get("/lookup?value=1&version=9"),
+        svc.get("/candidates?value=1&version=x"),
+        svc.post("/candidates", r#"{"values": [1], "version": "1"}"#),
+    ];
+    let expect_err = [
+        (404, "has no version 9; the latest is 2"),
+        (400, "is not a table version"),
+        (400, "give a table version as a JSON integer"),
+    ];
+    for ((status, j), (want, text)) in bad.iter().zip(expect_err) {
+        assert_eq!(*status, want, "{j}");
+        assert!(j["error"].as_str().unwrap().contains(text), "{j}");
+    }
+}
+
+#[test]
+fn a_version_is_refused_for_a_plain_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 2, 1, 50);
+    let out = needle(&[
+        "index-parquet",
+        dir.path().to_str().unwrap(),
+        "--column",
+        "id",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let svc = Service::start(&["--parquet", dir.path().to_str().unwrap()]);
+    let (status, j) = svc.get("/lookup?value=1&version=0");
+    assert_eq!(status, 400, "{j}");
+    assert!(
+        j["error"].as_str().unwrap().contains("reads a Delta table"),
+        "{j}"
+    );
+    assert!(svc.get("/health").1.get("delta").is_none());
+}

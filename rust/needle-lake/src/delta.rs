@@ -8,13 +8,13 @@
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, ParquetMeta};
 use delta_kernel::object_store::local::LocalFileSystem;
-use delta_kernel::scan::state::ScanFile;
+use delta_kernel::scan::state::{DvInfo, ScanFile};
 use delta_kernel::table_features::ColumnMappingMode;
 use delta_kernel::{Engine, Snapshot};
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
 use needle_index::{Index, Options, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 use url::Url;
@@ -40,6 +40,9 @@ pub struct DeltaSnapshot {
     pub partition_columns: Vec<String>,
     /// The table's schema in Delta's JSON form (as the log stores it).
     pub schema: String,
+    /// The deletion vectors of the live files that carry one (rows deleted without rewriting
+    /// the file), by path relative to `root`; read when a lookup finds rows in the file.
+    pub deletion_vectors: BTreeMap<String, DvInfo>,
 }
 
 impl DeltaSnapshot {
@@ -49,8 +52,7 @@ impl DeltaSnapshot {
     ///
     /// Errors name what failed: not a Delta table, a version that does not exist or whose log
     /// was cleaned up, an unreadable commit or checkpoint, a table feature the kernel does not
-    /// read, what Needle does not read (a live file with a deletion vector, column mapping), a
-    /// data file outside the table's folder.
+    /// read, what Needle does not read (column mapping), a data file outside the table's folder.
     pub fn load(root: &Path, version: Option<u64>) -> Result<DeltaSnapshot, String> {
         let table = root.display();
         if !root.join("_delta_log").is_dir() {
@@ -95,13 +97,11 @@ impl DeltaSnapshot {
             .to_file_path()
             .map_err(|()| format!("{url} is not a local folder"))?;
         let mut files = BTreeMap::new();
+        let mut deletion_vectors = BTreeMap::new();
         for f in found {
             let rel = relative_path(root, &url, &dir, &f.path)?;
             if f.dv_info.has_vector() {
-                return Err(format!(
-                    "{table}: the data file {rel} has a deletion vector, which this version does \
-                     not read: rows the vector hides would be returned"
-                ));
+                deletion_vectors.insert(rel.clone(), f.dv_info.clone());
             }
             let values: PartitionValues = partition_columns
                 .iter()
@@ -115,7 +115,43 @@ impl DeltaSnapshot {
             files,
             partition_columns,
             schema,
+            deletion_vectors,
         })
+    }
+
+    /// The rows (0-based positions in the file) that the deletion vector of the live file
+    /// `file` hides, sorted; none for a file without one.
+    pub fn deleted_rows(&self, file: &str) -> Result<Vec<u64>, String> {
+        let Some(dv) = self.deletion_vectors.get(file) else {
+            return Ok(Vec::new());
+        };
+        let url = table_url(&self.root)?;
+        let mut rows = dv
+            .get_row_indexes(engine(), &url)
+            .map_err(|e| {
+                format!(
+                    "cannot read the deletion vector of {file} in version {} of {}: {e}",
+                    self.version,
+                    self.root.display()
+                )
+            })?
+            .unwrap_or_default();
+        rows.sort_unstable();
+        Ok(rows)
+    }
+
+    /// `r` without the rows deletion vectors hide (each vector read once).
+    fn without_deleted(&self, mut r: LookupResult) -> Result<LookupResult, String> {
+        let mut hidden: HashMap<String, HashSet<u64>> = HashMap::new();
+        for row in &r.rows {
+            if self.deletion_vectors.contains_key(&row.file) && !hidden.contains_key(&row.file) {
+                let rows = self.deleted_rows(&row.file)?;
+                hidden.insert(row.file.clone(), rows.into_iter().collect());
+            }
+        }
+        r.rows
+            .retain(|row| !hidden.get(&row.file).is_some_and(|h| h.contains(&row.row)));
+        Ok(r)
     }
 
     /// Refuses to index a partition column: Delta's own partition pruning finds its files.
@@ -194,20 +230,44 @@ pub fn candidates(
     )
     .map_err(|e| e.to_string())?;
     let ids = ix.query(value).map_err(|e| e.to_string())?;
-    let covered: HashSet<String> = ix
-        .partitions()
-        .into_iter()
-        .filter(|p| !p.removed)
-        .map(|p| pq::split_id(&p.id).0.to_string())
-        .collect();
+    let covered = covered_files(&ix);
     drop(ix);
+    Ok(candidates_among(snap, &covered, ids))
+}
+
+/// The data files an index holds whole, by path relative to the table: those with a live
+/// marker entry (the file, or its row group 0, [`pq::marks_file`]). A file live in a version and
+/// not among them (not indexed yet, or left half-indexed by a crash or by a run still going)
+/// has to be read whole.
+pub fn covered_files(ix: &Index) -> HashSet<String> {
+    ix.partitions()
+        .into_iter()
+        .filter(|p| !p.removed && pq::marks_file(&p.id))
+        .map(|p| pq::split_id(&p.id).0.to_string())
+        .collect()
+}
+
+/// The candidates of one value in `snap`, from the index's answer `ids` (taken from an index
+/// that holds the files `covered`): the ids of files live in `snap`, plus every live file the
+/// index does not hold. Sorted. However far the index lags behind `snap`, no live file that may
+/// hold the value is left out.
+pub fn candidates_among(
+    snap: &DeltaSnapshot,
+    covered: &HashSet<String>,
+    ids: Vec<String>,
+) -> Vec<String> {
     let mut out: Vec<String> = ids
         .into_iter()
         .filter(|id| snap.files.contains_key(pq::split_id(id).0))
         .collect();
     out.extend(snap.files.keys().filter(|f| !covered.contains(*f)).cloned());
     out.sort();
-    Ok(out)
+    out
+}
+
+/// Live files of `snap` the index does not hold (they are read whole by every lookup).
+pub fn files_not_covered(snap: &DeltaSnapshot, covered: &HashSet<String>) -> usize {
+    snap.files.keys().filter(|f| !covered.contains(*f)).count()
 }
 
 /// Finds the candidate files of `value` (text, parsed as the indexed column's type) in version
@@ -224,7 +284,25 @@ pub fn lookup(
     snap.check_column(&meta.column)?;
     let v = meta.kind.parse(value)?;
     let found = candidates(&snap, &index_dir, &v)?;
-    pq::read_rows(root, &meta, &v, found)
+    snap.without_deleted(pq::read_rows(root, &meta, &v, found)?)
+}
+
+/// [`lookup`] in `snap` through an index already open (a service's snapshot) that holds the
+/// files `covered`: `value` is of the indexed column's type (`meta.kind`).
+pub fn lookup_in(
+    snap: &DeltaSnapshot,
+    meta: &ParquetMeta,
+    ix: &Index,
+    covered: &HashSet<String>,
+    value: &Value,
+) -> Result<LookupResult, String> {
+    let ids = ix.query(value).map_err(|e| e.to_string())?;
+    snap.without_deleted(pq::read_rows(
+        &snap.root,
+        meta,
+        value,
+        candidates_among(snap, covered, ids),
+    )?)
 }
 
 /// The kernel's engine on the local file system, shared (it runs one background thread for

@@ -227,6 +227,28 @@ pub fn split_id(id: &str) -> (&str, Option<usize>) {
     (id, None)
 }
 
+/// The order in which a file's row groups enter the index: the last first, row group 0 last.
+/// An entry of row group 0 (or of the whole file) marks the file as indexed whole (see
+/// [`marks_file`]): the index shows its changes in the order they were made, so a reader that
+/// sees the marker sees every row group, and a reader of an index that a crash or a concurrent
+/// run left half-way through a file reads that file whole instead of missing rows.
+pub fn append_order(row_groups: usize) -> impl Iterator<Item = usize> {
+    (0..row_groups).rev()
+}
+
+/// Whether partition `id` marks its file as indexed whole: the file itself, or its row group 0
+/// (the last of the file's row groups to be added, the first to be removed).
+pub fn marks_file(id: &str) -> bool {
+    matches!(split_id(id).1, None | Some(0))
+}
+
+/// Partition ids in the order they leave the index: every file's marker first, so a file is
+/// no longer taken as indexed before any of its row groups is gone.
+pub fn removal_order(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort_by_cached_key(|id| (!marks_file(id), id.clone()));
+    ids
+}
+
 /// Options of [`index_dir`].
 #[derive(Debug, Clone)]
 pub struct IndexParquetOptions {
@@ -381,7 +403,7 @@ fn index_files_with(
             .position(|c| c.name() == o.column)
             .expect("column_of found it");
         let groups: Vec<Option<usize>> = if o.row_groups {
-            (0..r.num_row_groups()).map(Some).collect()
+            append_order(r.num_row_groups()).map(Some).collect()
         } else {
             vec![None]
         };
@@ -399,8 +421,8 @@ fn index_files_with(
         }
         progress(n + 1, files.len(), &rel);
     }
-    for id in existing.difference(&present) {
-        ix.remove_partition(id).map_err(|e| e.to_string())?;
+    for id in removal_order(existing.difference(&present).cloned().collect()) {
+        ix.remove_partition(&id).map_err(|e| e.to_string())?;
         report.removed += 1;
     }
     ix.flush().map_err(|e| e.to_string())?;

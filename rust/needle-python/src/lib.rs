@@ -402,6 +402,18 @@ impl DeltaSnapshot {
         self.inner.schema.clone()
     }
 
+    /// The rows (0-based positions in the file) that the deletion vector of the live file `file`
+    /// (relative to the table) hides, sorted; empty for a file without one.
+    fn deleted_rows(&self, py: Python<'_>, file: &str) -> PyResult<Vec<u64>> {
+        py.detach(|| self.inner.deleted_rows(file)).map_err(err)
+    }
+
+    /// The live files that carry a deletion vector, relative to the table.
+    #[getter]
+    fn files_with_deletion_vectors(&self) -> Vec<String> {
+        self.inner.deletion_vectors.keys().cloned().collect()
+    }
+
     /// Raises `NeedleError` if `column` is a partition column.
     fn check_column(&self, column: &str) -> PyResult<()> {
         self.inner.check_column(column).map_err(err)

@@ -2,6 +2,8 @@
 //! with, and the `needle` binary.
 #![allow(dead_code)] // each test crate uses part of it
 
+pub mod delta_log;
+
 use needle_lake::pq;
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};

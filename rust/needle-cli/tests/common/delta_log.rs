@@ -1,0 +1,108 @@
+//! Delta Lake logs written by hand, commit by commit, for the tests of Delta tables.
+
+use std::path::Path;
+
+/// A protocol action readers of version 1 read.
+pub const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
+const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;
+
+/// A metadata action: one `id` column of longs, with these partition columns and configuration
+/// (JSON fragments).
+pub fn metadata(partition_columns: &str, configuration: &str) -> String {
+    format!(
+        r#"{{"metaData":{{"id":"t","format":{{"provider":"parquet","options":{{}}}},"schemaString":"{SCHEMA}","partitionColumns":[{partition_columns}],"configuration":{{{configuration}}},"createdTime":0}}}}"#
+    )
+}
+
+/// A path as the log writes it: a relative URI.
+pub fn uri(path: &str) -> String {
+    path.replace('%', "%25").replace(' ', "%20")
+}
+
+/// An add action of the data file `path` (relative to the table).
+pub fn add(path: &str) -> String {
+    format!(
+        r#"{{"add":{{"path":"{}","partitionValues":{{}},"size":1,"modificationTime":0,"dataChange":true}}}}"#,
+        uri(path)
+    )
+}
+
+/// A remove action of the data file `path`.
+pub fn remove(path: &str) -> String {
+    format!(
+        r#"{{"remove":{{"path":"{}","deletionTimestamp":0,"dataChange":true}}}}"#,
+        uri(path)
+    )
+}
+
+/// Writes commit `version` of the table with `actions`, one per line.
+pub fn commit(table: &Path, version: u64, actions: &[String]) {
+    let log = table.join("_delta_log");
+    std::fs::create_dir_all(&log).unwrap();
+    let mut text = actions.join("\n");
+    text.push('\n');
+    std::fs::write(log.join(format!("{version:020}.json")), text).unwrap();
+}
+
+/// A deletion vector stored inline in the log (`storageType` "i") that hides the rows at
+/// `positions` (fewer than 4,096, an even number of them), as the JSON of its descriptor: the
+/// portable serialization of a 64-bit Roaring bitmap (one 32-bit bitmap of one array container)
+/// after its magic number, Z85-encoded, as the Delta protocol specifies.
+pub fn inline_deletion_vector(positions: &[u16]) -> String {
+    assert!(positions.len() % 2 == 0 && !positions.is_empty() && positions.len() < 4096);
+    let mut sorted = positions.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), positions.len(), "distinct positions");
+    let mut b = Vec::new();
+    b.extend_from_slice(&1_681_511_377u32.to_le_bytes()); // portable RoaringBitmapArray magic
+    b.extend_from_slice(&1u64.to_le_bytes()); // one 32-bit bitmap
+    b.extend_from_slice(&0u32.to_le_bytes()); // for the high 32 bits 0
+    b.extend_from_slice(&12_346u32.to_le_bytes()); // no run containers
+    b.extend_from_slice(&1u32.to_le_bytes()); // one container
+    b.extend_from_slice(&0u16.to_le_bytes()); // key 0
+    b.extend_from_slice(&(sorted.len() as u16 - 1).to_le_bytes());
+    b.extend_from_slice(&16u32.to_le_bytes()); // the container's offset in the bitmap
+    for p in &sorted {
+        b.extend_from_slice(&p.to_le_bytes());
+    }
+    format!(
+        r#"{{"storageType":"i","pathOrInlineDv":"{}","sizeInBytes":{},"cardinality":{}}}"#,
+        z85(&b),
+        b.len(),
+        sorted.len()
+    )
+}
+
+/// Z85 (ZeroMQ's Base85) of bytes whose length is a multiple of 4.
+fn z85(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] =
+        b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+    assert!(bytes.len() % 4 == 0);
+    let mut out = String::new();
+    for chunk in bytes.chunks(4) {
+        let mut v = u32::from_be_bytes(chunk.try_into().unwrap());
+        let mut five = [0u8; 5];
+        for c in five.iter_mut().rev() {
+            *c = ALPHABET[(v % 85) as usize];
+            v /= 85;
+        }
+        out.push_str(std::str::from_utf8(&five).unwrap());
+    }
+    out
+}
+
+/// An add action of `path` that carries the deletion vector `descriptor` (JSON).
+pub fn add_with_deletion_vector(path: &str, descriptor: &str) -> String {
+    add(path).replace(
+        r#""dataChange":true"#,
+        &format!(r#""dataChange":true,"deletionVector":{descriptor}"#),
+    )
+}
+
+/// A protocol action that turns on `feature` (readers and writers).
+pub fn protocol_with(feature: &str) -> String {
+    format!(
+        r#"{{"protocol":{{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["{feature}"],"writerFeatures":["{feature}"]}}}}"#
+    )
+}
