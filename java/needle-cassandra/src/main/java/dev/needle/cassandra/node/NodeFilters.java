@@ -68,7 +68,7 @@ public final class NodeFilters {
 
     /** Snapshot bytes per row of the sync keyspace. */
     static final int CHUNK_BYTES = 1 << 20;
-    /** How long changes gather before they are sent as one batch. */
+    /** The publisher's round: changes wait at least this long to be sent, and more while they stream in ({@link OwnerTable#batchDue}). */
     static final long BATCH_MILLIS = 5;
     /** A copy that needs a snapshot asks its owner at most this often. */
     static final long REQUEST_INTERVAL_MILLIS = 2000;
@@ -648,8 +648,12 @@ public final class NodeFilters {
             startEpoch(me, o, generation);
             return;
         }
-        OwnerFilter.Batch b = o.filter.drain();
+        boolean beatDue = o.beatDue(now, o.ready());
+        OwnerFilter.Batch b = OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())
+                ? o.filter.drain()
+                : null;
         if (b != null) {
+            o.lastBatchMillis = now;
             if (s.unseenGeneration() != generation) {
                 return; // this epoch is over: the next round starts a new one
             }
@@ -659,15 +663,16 @@ public final class NodeFilters {
             o.changesSent.addAndGet(b.size());
             SyncKeyspace.writeBatch(me, o.table, b, blob);
         }
-        if (o.snapshotWanted && now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS
-                || o.filter.publishedCount() > o.snapshotCapacity * 0.9) {
-            sendSnapshot(me, o, false);
+        if (o.outgrown(o.filter.publishedCount())) {
+            sendSnapshot(me, o, false, OwnerTable.GROWTH_HEADROOM);
+        } else if (o.snapshotWanted && now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS) {
+            sendSnapshot(me, o, false, OwnerTable.HEADROOM);
         }
         beat(me, o, now, o.ready());
     }
 
     private void beat(UUID me, OwnerTable o, long now, boolean ready) {
-        if (now - o.lastBeatMillis < o.beatIntervalMillis()) {
+        if (!o.beatDue(now, ready && o.ready())) {
             return;
         }
         OwnerFilter.Position p = o.filter.position();
@@ -675,6 +680,8 @@ public final class NodeFilters {
         boolean claim = ready && o.ready();
         SyncKeyspace.writeBeat(me, o.table, p.epoch(), p.seq(), p.atMillis(), claim);
         o.lastBeatMillis = now;
+        o.lastBeatEpoch = p.epoch();
+        o.lastBeatClaim = claim;
     }
 
     /**
@@ -694,7 +701,7 @@ public final class NodeFilters {
         if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
             return; // something arrived unseen meanwhile: the next round starts again
         }
-        sendSnapshot(me, o, true);
+        sendSnapshot(me, o, true, OwnerTable.HEADROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
         o.lastBeatMillis = 0; // say "ready" at once
@@ -707,9 +714,10 @@ public final class NodeFilters {
                 System.currentTimeMillis() - started);
     }
 
-    private void sendSnapshot(UUID me, OwnerTable o, boolean firstOfEpoch) throws IOException {
+    private void sendSnapshot(UUID me, OwnerTable o, boolean firstOfEpoch, double headroom) throws IOException {
         OwnerFilter.Snapshot snap = o.filter.snapshot(firstOfEpoch);
-        KeyFilter f = o.snapshotFilter(snap.hashes());
+        // Within an epoch a snapshot has no less room than the last one gave the copies.
+        KeyFilter f = o.snapshotFilter(snap.hashes(), headroom, firstOfEpoch ? 0 : o.snapshotCapacity);
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         f.writeTo(out);
         byte[] bytes = out.toByteArray();

@@ -184,6 +184,13 @@ final class OwnerFilter {
         }
     }
 
+    /** Changes numbered and not yet taken by {@link #drain}. */
+    int queued() {
+        synchronized (sequencer) {
+            return queued;
+        }
+    }
+
     /** Whether changes were lost to an overflowing queue (then only a new epoch helps). */
     boolean overflowed() {
         synchronized (sequencer) {

@@ -27,6 +27,12 @@ import org.apache.cassandra.utils.FBUtilities;
 final class OwnerTable implements KeyEvents {
     /** A snapshot's filter holds this many times the keys published when it is cut, so that the copies can grow. */
     static final double HEADROOM = 1.25;
+    /**
+     * The room of a snapshot sent because the published set outgrew the last one: the set is
+     * growing, and with room for twice its keys the copies take a few snapshots while it grows
+     * tenfold (each one the whole filter to every node) instead of about twenty.
+     */
+    static final double GROWTH_HEADROOM = 2.0;
 
     final UUID table;
     final StorageFilter storage;
@@ -42,6 +48,13 @@ final class OwnerTable implements KeyEvents {
     long snapshotCapacity;
 
     long lastBeatMillis;
+    /** What the last heartbeat said: the epoch, and whether the filter could be trusted. */
+    long lastBeatEpoch = -1;
+
+    boolean lastBeatClaim;
+    /** When the last batch of changes went out. */
+    long lastBatchMillis;
+
     long lastSnapshotMillis;
     /** A copy asked for a snapshot (or the published set outgrew the last one). */
     volatile boolean snapshotWanted;
@@ -66,9 +79,82 @@ final class OwnerTable implements KeyEvents {
         return storage.keyspace() + "." + storage.table();
     }
 
-    /** Heartbeats go out this often: five within the staleness bound, and at least ten a second. */
+    /**
+     * Heartbeats go out every S/2: a copy stays trusted between two of them unless one takes more
+     * than S/2 to arrive. Every heartbeat is a message and its response to every other node, which
+     * a node pays whether or not anything changes, so they are no more frequent than that.
+     */
     long beatIntervalMillis() {
-        return Math.max(2, Math.min(100, options.stalenessMillis / 5));
+        return beatIntervalMillis(options.stalenessMillis);
+    }
+
+    static long beatIntervalMillis(long stalenessMillis) {
+        return Math.max(2, stalenessMillis / 2);
+    }
+
+    /**
+     * Whether a heartbeat goes out now. A batch says how far the owner has got as well as a
+     * heartbeat does (copies take their freshness from its cut time), so while batches flow, a
+     * heartbeat that would repeat the last one's epoch and claim waits, up to 2S: under a steady
+     * load the sync then sends one message per batch and almost no heartbeats. A heartbeat that
+     * says something new (another epoch, "not ready", "ready" again) goes at its interval.
+     *
+     * @param sinceLastBeat  milliseconds since the last heartbeat
+     * @param sinceLastBatch milliseconds since the last batch
+     * @param sameClaim      this heartbeat would say what the last one said
+     */
+    static boolean beatDue(
+            long sinceLastBeat, long sinceLastBatch, boolean sameClaim, long intervalMillis, long stalenessMillis) {
+        if (sinceLastBeat < intervalMillis) {
+            return false;
+        }
+        boolean batchesFlow = sinceLastBatch < intervalMillis;
+        return !(sameClaim && batchesFlow && sinceLastBeat < 2 * stalenessMillis);
+    }
+
+    /** {@link #beatDue} for this table now, for a heartbeat that would claim {@code claim}. */
+    boolean beatDue(long nowMillis, boolean claim) {
+        boolean same = claim == lastBeatClaim && filter.epoch() == lastBeatEpoch;
+        return beatDue(
+                nowMillis - lastBeatMillis,
+                nowMillis - lastBatchMillis,
+                same,
+                beatIntervalMillis(),
+                options.stalenessMillis);
+    }
+
+    /**
+     * How long changes may wait for more to share their message while batches follow each other
+     * closely: a twentieth of the staleness bound S, between {@link NodeFilters#BATCH_MILLIS} and
+     * {@link #MAX_HOLD_MILLIS}. A larger S buys a cheaper sync: fewer, fuller messages.
+     */
+    long holdMillis() {
+        return holdMillis(options.stalenessMillis);
+    }
+
+    static long holdMillis(long stalenessMillis) {
+        return Math.max(NodeFilters.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 20));
+    }
+
+    static final long MAX_HOLD_MILLIS = 1000;
+    /** Changes that make a message worth sending at once (4 KB of them). */
+    static final int FULL_BATCH = 512;
+
+    /**
+     * Whether the queued changes go out now, as Nagle's algorithm decides for small packets: every
+     * batch costs one message and its response to every other node (about 180 bytes), whatever it
+     * carries (about 9 bytes per change). A change after a quiet spell goes at once (the next
+     * publisher round, within {@link NodeFilters#BATCH_MILLIS}); while changes stream in, they
+     * gather until {@link #FULL_BATCH} of them wait or {@code holdMillis} has passed since the
+     * last batch. They also go before a heartbeat, which must never say the owner is further on
+     * than the batches sent (a copy would wait for the gap to close).
+     *
+     * @param queued       changes waiting
+     * @param sinceLastBatch milliseconds since the last batch went out
+     * @param beatDue      a heartbeat goes out in this round
+     */
+    static boolean batchDue(int queued, long sinceLastBatch, boolean beatDue, long holdMillis) {
+        return queued > 0 && (beatDue || queued >= FULL_BATCH || sinceLastBatch >= holdMillis);
     }
 
     /** Whether the published set can be trusted by others right now. */
@@ -103,9 +189,17 @@ final class OwnerTable implements KeyEvents {
         filter.publish(hash);
     }
 
-    /** The filter a snapshot carries: the published hashes, with room for growth. */
-    KeyFilter snapshotFilter(long[] hashes) {
-        long capacity = Math.max(4096, (long) (hashes.length * HEADROOM));
+    /** Whether {@code published} keys outgrew the last snapshot's room (the copies' filters would fill). */
+    boolean outgrown(long published) {
+        return published > snapshotCapacity * 0.9;
+    }
+
+    /**
+     * The filter a snapshot carries: the published hashes, with room for {@code headroom} times as
+     * many, and for at least {@code minCapacity} keys.
+     */
+    KeyFilter snapshotFilter(long[] hashes, double headroom, long minCapacity) {
+        long capacity = Math.max(Math.max(4096, minCapacity), (long) (hashes.length * headroom));
         while (true) {
             KeyFilter f = options.tracksDeletions()
                     ? CuckooFilter.create(capacity, options.fpRate)

@@ -1,0 +1,58 @@
+package dev.needle.cassandra.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.needle.cassandra.NeedleOptions;
+import dev.needle.filter.KeyFilter;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/** How much room an owner's snapshots give the copies, and how often a growing set is sent whole. */
+class SnapshotRoomTest {
+
+    private static OwnerTable owner() {
+        return new OwnerTable(UUID.randomUUID(), null, NeedleOptions.parse(Map.of("node_filter", "one")));
+    }
+
+    private static long[] hashes(int n) {
+        SplittableRandom r = new SplittableRandom(n);
+        long[] h = new long[n];
+        for (int i = 0; i < n; i++) {
+            h[i] = r.nextLong();
+        }
+        return h;
+    }
+
+    /** A set growing from nothing to 100,000 keys is sent whole 7 times (30 with room for a quarter more). */
+    @Test
+    void aGrowingSetIsSentWholeAFewTimes() {
+        OwnerTable o = owner();
+        KeyFilter first = o.snapshotFilter(hashes(0), OwnerTable.HEADROOM, 0);
+        assertEquals(4096, o.snapshotCapacity);
+        assertTrue(first.capacity() >= 4096);
+        int sent = 0;
+        for (int n = 1; n <= 100_000; n++) {
+            if (o.outgrown(n)) {
+                KeyFilter f = o.snapshotFilter(hashes(n), OwnerTable.GROWTH_HEADROOM, o.snapshotCapacity);
+                assertTrue(f.capacity() >= 2L * n, "room for twice the keys");
+                sent++;
+            }
+        }
+        assertTrue(sent <= 7, sent + " snapshots");
+        assertTrue(o.snapshotCapacity >= 100_000 / 0.9, "room for every key at the end");
+    }
+
+    @Test
+    void aSnapshotWithinAnEpochKeepsTheRoomTheCopiesHave() {
+        OwnerTable o = owner();
+        o.snapshotFilter(hashes(50_000), OwnerTable.GROWTH_HEADROOM, 0);
+        long room = o.snapshotCapacity;
+        o.snapshotFilter(hashes(10_000), OwnerTable.HEADROOM, room); // asked for by a copy
+        assertEquals(room, o.snapshotCapacity);
+        o.snapshotFilter(hashes(10_000), OwnerTable.HEADROOM, 0); // a new epoch starts afresh
+        assertEquals(12_500, o.snapshotCapacity);
+    }
+}
