@@ -19,8 +19,9 @@ help:
 	@echo "make bench-data-lake  point lookups in up to 5,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
 	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
-	@echo "make bench-scheme2  Tables 6-9 (node filters) on 4 nodes at lan and az latency, then the staleness probe"
-	@echo "                    (Tables 6, 7 and 9 about 45 minutes, the probe about 30; Table 8 not timed yet)"
+	@echo "make bench-scheme2  Tables 6-9 (node filters) on 4 nodes at lan and az latency, Tables 10-13 (the load,"
+	@echo "                    CPU and network) on 6 nodes, then the staleness probe (Tables 6, 7 and 9 about"
+	@echo "                    45 minutes, 10-13 about 35, the probe about 30; Table 8 not timed yet)"
 	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
 

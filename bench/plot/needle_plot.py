@@ -7,8 +7,8 @@
         Data paper, with the targets checked), tables.md and the charts of every table
     needle_plot.py summarize-scheme2 [--results DIR]
         bench/results/scheme2/summary.json (the node-filter tables, every latency profile run,
-        and the staleness probe's staleness.json, with the targets checked), tables.md and the
-        staleness curve (staleness.png)
+        and the staleness probe's staleness.json, with the targets checked), tables.md, the
+        staleness curve (staleness.png) and the load's resource timeline (NAME-resources.png)
 
 Only the standard library and matplotlib; the summary needs no matplotlib.
 """
@@ -26,6 +26,9 @@ SCHEME2_REMOTE_GAIN = {"lan": 3.0, "az": 5.0}
 # and the wire bytes of the sync per changed key and receiving node.
 STALENESS_MS = {"idle": 50, "load": 250}
 SYNC_BYTES_PER_CHANGE = 32
+# The load targets (Tables 10-13): the cluster's CPU per insert at the same insert rate (a paced
+# point), Needle-Cuckoo against stock.
+CPU_PER_INSERT_RATIO = 1.05
 
 
 def load(path):
@@ -107,6 +110,8 @@ def chart(doc, out_dir):
         fig.savefig(out_dir / name, dpi=110)
         plt.close(fig)
         written.append(out_dir / name)
+    if doc.get("resources", {}).get("timeline"):
+        written.append(resource_chart(doc, out_dir))
     return written
 
 
@@ -124,6 +129,7 @@ def summary_rows(doc):
             "delete_mode": r.get("delete_mode"),
             "mix": r.get("mix"),
             "load": r.get("load"),
+            "rate": r.get("rate"),
             "partitions": r.get("partitions", r.get("partitions_before")),
             "stock_data_gib": round(gib(r, "stock"), 3) if "table_bytes" in r else None,
             "variants": {
@@ -149,6 +155,8 @@ def summary_rows(doc):
             for k in ("needle_node_skipped", "needle_node_passed_live", "needle_node_passed_stale"):
                 if k in st:
                     row["variants"][v][k] = st[k]
+            if "resources" in st:
+                row["variants"][v]["resources"] = {k: st["resources"].get(k) for k in RESOURCE_FIELDS}
         if r.get("remote") is not None:
             row["remote"] = r["remote"]
         # A floor without its query was a read of system.local, a real table: no floor.
@@ -156,6 +164,20 @@ def summary_rows(doc):
             row["request_floor_p50_ms"] = ms(r["request_floor"]["p50_us"])
         rows.append(row)
     return rows
+
+
+# What a variant's measured rounds cost the cluster, as the summary keeps it.
+RESOURCE_FIELDS = (
+    "seconds",
+    "ops",
+    "cpu_s",
+    "cpu_pct_of_one_core",
+    "cpu_ms_per_op",
+    "internode_sent_bytes_per_op",
+    "sync_bytes_per_op",
+    "internode_sent_bytes_s",
+    "machine_busy_pct",
+)
 
 
 def rows_per_partition(doc):
@@ -236,6 +258,7 @@ def markdown(docs):
             mode = {"partition": "partition", "row": "row by row", None: "-"}[row["delete_mode"]]
             last = f"{ratio:.2f}x" if ratio is not None else "-"
             lines.append(f"| {row['cache']} | {mode} | {row['label']} | " + " | ".join(cells) + f" | {last} |")
+        lines += resources_markdown(doc)
         lines.append("")
     return "\n".join(lines)
 
@@ -297,6 +320,27 @@ def check_scheme2_targets(docs):
             mix = row["mix"] or {}
             cuckoo = row["variants"].get("needle-cuckoo")
             ratio = row["ratio_p50_stock_over_cuckoo"]
+            if cuckoo is not None and ratio is not None and row["load"] is not None:
+                add(
+                    "inserts: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
+                    name,
+                    doc,
+                    row,
+                    ratio >= 0.97,
+                    ratio,
+                )
+                # CPU compares where every variant does the same work per second (a paced point).
+                cpu = cpu_ratio(row) if row["rate"] else None
+                if cpu is not None:
+                    add(
+                        f"CPU during the load: cluster CPU per insert, Needle-Cuckoo / stock <= {CPU_PER_INSERT_RATIO}",
+                        name,
+                        doc,
+                        row,
+                        cpu <= CPU_PER_INSERT_RATIO,
+                        cpu,
+                    )
+                continue
             if cuckoo is None or ratio is None or row.get("remote") is None:
                 continue
             if mix.get("live") == 1.0:
@@ -356,6 +400,107 @@ def check_scheme2_targets(docs):
     return checks
 
 
+def cpu_ratio(row):
+    """Cluster CPU seconds per insert, Needle-Cuckoo over stock; None without resource figures."""
+    try:
+        cuckoo = row["variants"]["needle-cuckoo"]["resources"]["cpu_ms_per_op"]
+        stock = row["variants"]["stock"]["resources"]["cpu_ms_per_op"]
+    except KeyError:
+        return None
+    return round(cuckoo / stock, 3) if stock else None
+
+
+def resources_markdown(doc):
+    """What each variant's measured rounds cost the cluster, and the idle periods, as Markdown."""
+    res = doc.get("resources")
+    if not res:
+        return []
+    lines = [
+        "",
+        "What the cluster spent in each variant's measured rounds (all nodes; CPU from /proc, internode bytes "
+        "from system_views, node-filter bytes as published):",
+        "",
+        "| row | variant | inserts/s | CPU, % of one core | CPU ms per insert | internode bytes sent per insert "
+        "| node-filter bytes per insert |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["runs"]:
+        for v, st in r["variants"].items():
+            t = st.get("resources")
+            if t:
+                lines.append(
+                    f"| {r['point']} | {v} | {st['throughput_ops_s']:,.0f} | {t['cpu_pct_of_one_core']} "
+                    f"| {t['cpu_ms_per_op']} | {t['internode_sent_bytes_per_op']} | {t['sync_bytes_per_op']} |"
+                )
+    idle = [(k, res[k]) for k in ("idle_before", "idle_after_with_needle", "idle_after_indexes_dropped") if k in res]
+    if idle:
+        lines += [
+            "",
+            "| idle period | seconds | CPU, % of one core | internode bytes sent/s | node-filter bytes/s |",
+            "|---|---|---|---|---|",
+        ]
+        for k, t in idle:
+            lines.append(
+                f"| {k.replace('_', ' ')} | {t['seconds']} | {t['cpu_pct_of_one_core']} "
+                f"| {t['internode_sent_bytes_s']:,} | {t['sync_bytes_s']:,} |"
+            )
+    return lines
+
+
+def resource_chart(doc, out_dir):
+    """The resource timeline of a run (the 2022 paper's Figs. 15-17): the cluster's CPU, the bytes
+    the nodes received and sent, and the node filters' own bytes, the background coloured by the
+    variant being measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    samples = doc["resources"]["timeline"]
+    t = [s["t_s"] / 60 for s in samples]
+    step = doc["resources"]["interval_s"] / 60
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    series = (
+        (axes[0], "cpu_pct", 1, "CPU, % of one core (all nodes)", "Table 11: CPU"),
+        (axes[1], "received_bytes_s", 1e6, "MB/s received (all nodes)", "Table 12: internode bytes in"),
+        (axes[2], "sent_bytes_s", 1e6, "MB/s sent (all nodes)", "Table 13: internode bytes out"),
+    )
+    for ax, key, scale, ylabel, title in series:
+        ax.plot(t, [sum(s[key]) / scale for s in samples], color="black", lw=1, label="cluster")
+        if key == "sent_bytes_s":
+            ax.plot(
+                t,
+                [sum(s["sync_bytes_s"]) / scale for s in samples],
+                color="#2ca02c",
+                lw=1,
+                label="node filters (payload, once per change)",
+            )
+            ax.legend(fontsize=7, loc="upper right")
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3)
+        for s, x in zip(samples, t, strict=True):
+            color = VARIANT_COLORS.get(s["phase"])
+            if color:
+                ax.axvspan(x - step, x, color=color, alpha=0.3, lw=0)
+    from matplotlib.patches import Patch
+
+    axes[0].legend(
+        handles=[Patch(color=c, alpha=0.3, label=f"{v} loading") for v, c in VARIANT_COLORS.items()],
+        fontsize=7,
+        loc="lower left",
+    )
+    axes[2].set_xlabel("minutes since the sampling began (idle periods before and after the load)", fontsize=8)
+    import textwrap
+
+    fig.suptitle("\n".join(textwrap.wrap(doc["title"], 110)), fontsize=9)
+    fig.tight_layout()
+    out = Path(out_dir) / f"{doc['name']}-resources.png"
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def summarize_scheme2(results_dir):
     results_dir = Path(results_dir)
     docs = {
@@ -376,6 +521,11 @@ def summarize_scheme2(results_dir):
                 "started": d["started"],
                 "duration_s": d.get("duration_s"),
                 "rows": summary_rows(d),
+                **(
+                    {"idle": {k: v for k, v in d["resources"].items() if k.startswith("idle")}}
+                    if "resources" in d
+                    else {}
+                ),
             }
             for name, d in docs.items()
         }
@@ -393,6 +543,12 @@ def summarize_scheme2(results_dir):
             )
     else:
         print(f"needle_plot: {staleness_file} missing (run bench/needle-bench staleness); left out", file=sys.stderr)
+    for d in docs.values():
+        if d.get("resources", {}).get("timeline"):
+            try:
+                print(f"wrote {resource_chart(d, results_dir / 'scheme2')}")
+            except ImportError:
+                print("needle_plot: matplotlib missing; resource chart skipped", file=sys.stderr)
     reproduces = "2022 Journal of Big Data paper, Tables 6-13 (node filters)"
     return write_summary(results_dir / "scheme2", docs, reproduces, body, checks)
 

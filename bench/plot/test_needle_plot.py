@@ -214,3 +214,51 @@ def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes
     assert summary["targets_checked"] == 2 + 5 and summary["targets_met"] == 7
     assert summary["staleness"]["probe"]["idle"]["needle-cuckoo"]["curve"] == [[0.0, 0.3], [0.5, 0.1]]
     assert summary["staleness"]["probe"]["load"]["load"] == {"inserts_per_s": 1600}
+
+
+def resources(cpu_ms_per_op, sync_per_op):
+    return {
+        "seconds": 60.0,
+        "ops": 6000,
+        "cpu_s": cpu_ms_per_op * 6,
+        "cpu_pct_of_one_core": 150.0,
+        "cpu_ms_per_op": cpu_ms_per_op,
+        "internode_sent_bytes_per_op": 900.0,
+        "sync_bytes_per_op": sync_per_op,
+        "internode_sent_bytes_s": 90000,
+        "machine_busy_pct": 97.0,
+    }
+
+
+def test_load_targets_are_insert_latency_and_cpu_per_insert(tmp_path):
+    r = run("load", None, 1000, 1010, mode=None, load=0.0)
+    r["rate"] = 250.0
+    r["variants"]["stock"]["resources"] = resources(2.0, 0.0)
+    r["variants"]["needle-cuckoo"]["resources"] = resources(2.2, 45.0)
+    # As fast as the threads go: CPU per insert is not compared (the variants did unequal work).
+    fast = run("fast", None, 1000, 1000, mode=None, load=0.0)
+    fast["variants"]["stock"]["resources"] = resources(2.0, 0.0)
+    fast["variants"]["needle-cuckoo"]["resources"] = resources(3.0, 45.0)
+    d = doc("scheme2-table10", [r, fast], op="insert")
+    d["experiment"]["cluster"] = {"nodes": 6, "latency": "az", "replication_factor": 3}
+    idle = {"seconds": 180.0, "cpu_pct_of_one_core": 20.0, "internode_sent_bytes_s": 30000, "sync_bytes_s": 2000}
+    d["resources"] = {"interval_s": 5, "timeline": [], "idle_before": idle, "idle_after_with_needle": idle}
+    checks = needle_plot.check_scheme2_targets({"scheme2-table10": d})
+    got = {(c["row"], c["target"].split(":")[0]): (c["met"], c["value"]) for c in checks}
+    assert got[("load", "inserts")] == (True, 0.990)
+    assert got[("load", "CPU during the load")] == (False, 1.1)
+    assert got[("fast", "inserts")] == (True, 1.0)
+    assert len(checks) == 3
+    assert all(c["table"] == "table10" and c["latency"] == "az" for c in checks)
+    md = needle_plot.markdown({"scheme2-table10": d})
+    assert "| load | needle-cuckoo | 10 | 150.0 | 2.2 | 900.0 | 45.0 |" in md
+    assert "| idle after with needle | 180.0 | 20.0 | 30,000 | 2,000 |" in md
+    (tmp_path / "scheme2-table10").mkdir()
+    (tmp_path / "scheme2-table10" / "results.json").write_text(json.dumps(d))
+    summary = needle_plot.summarize_scheme2(tmp_path)
+    row = summary["runs"]["scheme2-table10"]["rows"][0]
+    assert row["variants"]["needle-cuckoo"]["resources"]["sync_bytes_per_op"] == 45.0
+    assert summary["runs"]["scheme2-table10"]["idle"]["idle_before"] == idle
+    # Without resource figures only the latency targets are checked.
+    del r["variants"]["stock"]["resources"]
+    assert len(needle_plot.check_scheme2_targets({"scheme2-table10": d})) == 2

@@ -42,7 +42,18 @@ final class ClosedLoop {
      * every thread and is rethrown: a benchmark with failed requests measures nothing.
      */
     static Outcome run(int threads, long ops, long seed, Op op, AtomicLong progress) {
-        return run(threads, ops, () -> false, seed, op, progress);
+        return run(threads, ops, () -> false, seed, op, progress, null);
+    }
+
+    /**
+     * As {@link #run(int, long, long, Op, AtomicLong)}, paced: operation i starts no earlier than
+     * i / {@code perSecond} seconds after the run began (all threads together; null: no pacing).
+     * Below what the threads can do, the run takes ops / perSecond seconds and every variant does
+     * the same work per second, so what the nodes spend compares directly. An operation's latency
+     * counts from its own start.
+     */
+    static Outcome run(int threads, long ops, long seed, Op op, AtomicLong progress, Double perSecond) {
+        return run(threads, ops, () -> false, seed, op, progress, perSecond);
     }
 
     /**
@@ -50,10 +61,14 @@ final class ClosedLoop {
      * operation): a background load of no fixed size.
      */
     static Outcome runUntil(int threads, BooleanSupplier stop, long seed, Op op, AtomicLong progress) {
-        return run(threads, Long.MAX_VALUE, stop, seed, op, progress);
+        return run(threads, Long.MAX_VALUE, stop, seed, op, progress, null);
     }
 
-    private static Outcome run(int threads, long ops, BooleanSupplier stop, long seed, Op op, AtomicLong progress) {
+    private static Outcome run(
+            int threads, long ops, BooleanSupplier stop, long seed, Op op, AtomicLong progress, Double perSecond) {
+        if (perSecond != null && !(perSecond > 0)) {
+            throw new IllegalArgumentException("a paced run needs a rate > 0, got " + perSecond);
+        }
         AtomicLong next = new AtomicLong();
         AtomicLong wrong = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -70,6 +85,14 @@ final class ClosedLoop {
                             for (long i = next.getAndIncrement();
                                     i < ops && failure.get() == null && !stop.getAsBoolean();
                                     i = next.getAndIncrement()) {
+                                if (perSecond != null) {
+                                    long due = start + (long) (i * 1e9 / perSecond);
+                                    for (long wait = due - System.nanoTime();
+                                            wait > 0;
+                                            wait = due - System.nanoTime()) {
+                                        java.util.concurrent.locks.LockSupport.parkNanos(wait);
+                                    }
+                                }
                                 long t0 = System.nanoTime();
                                 boolean ok = op.run(i, random);
                                 h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - t0));

@@ -34,6 +34,8 @@ import java.util.Map;
  * @param seed       seed of every random choice; the same seed gives the same data and key sequence
  * @param cluster    the cluster the experiment runs on (null: one node, no emulated latency)
  * @param indexOptions options added to the Needle variants' index (e.g. {"node_filter": "one"}); null: none
+ * @param resources  what the nodes spend (CPU, internode and node-filter bytes), sampled through the
+ *     measured rounds and idle periods around them; null: not measured
  */
 public record Experiment(
         String name,
@@ -48,7 +50,8 @@ public record Experiment(
         List<Point> points,
         long seed,
         Cluster cluster,
-        Map<String, String> indexOptions) {
+        Map<String, String> indexOptions,
+        ResourceSampling resources) {
 
     /**
      * @param partitions       partitions written; several values make a growing series (one run per size)
@@ -99,8 +102,10 @@ public record Experiment(
      * @param load   for inserts: data already written before the measured inserts, as a fraction of the data set
      * @param remote for lookups on several nodes: the fraction of lookups of keys node 1 (the coordinator)
      *     holds no replica of; null: keys are drawn whatever their owner
+     * @param rate   for inserts: operations per second, all threads together (every variant does the
+     *     same work per second, so what the nodes spend compares directly); null: as fast as they go
      */
-    public record Point(String label, double x, Map<String, Double> mix, Double load, Double remote) {}
+    public record Point(String label, double x, Map<String, Double> mix, Double load, Double remote, Double rate) {}
 
     /**
      * @param nodes             Cassandra nodes, on 127.0.0.1 to 127.0.0.N
@@ -115,6 +120,14 @@ public record Experiment(
         }
     }
 
+    /**
+     * @param intervalS   seconds between the samples of the timeline
+     * @param idleBeforeS an idle period sampled before the first point (the cluster at rest)
+     * @param idleAfterS  idle periods sampled after the last point: one with the Needle indexes, then
+     *     one after they are dropped (what node filters cost at rest, side by side)
+     */
+    public record ResourceSampling(double intervalS, double idleBeforeS, double idleAfterS) {}
+
     /** The cluster of this experiment (one node without emulated latency when the file names none). */
     public Cluster clusterOrDefault() {
         return cluster == null ? new Cluster(1, null, null) : cluster;
@@ -128,7 +141,20 @@ public record Experiment(
     /** A copy of this experiment with another data set, cache states, run and cluster. */
     private Experiment with(DataSet d, List<String> cacheStates, Run r, Cluster c) {
         return new Experiment(
-                name, title, reproduces, variants, d, load, deleteModes, cacheStates, r, points, seed, c, indexOptions);
+                name,
+                title,
+                reproduces,
+                variants,
+                d,
+                load,
+                deleteModes,
+                cacheStates,
+                r,
+                points,
+                seed,
+                c,
+                indexOptions,
+                resources);
     }
 
     private static final ObjectMapper JSON = new ObjectMapper()
@@ -304,6 +330,15 @@ public record Experiment(
                         "'index_options' may not set 'filter': each variant sets its own (see 'variants')");
             }
         }
+        if (resources != null) {
+            require(resources.intervalS >= 0.5, "'resources.interval_s' must be >= 0.5");
+            require(
+                    resources.idleBeforeS >= 0 && resources.idleAfterS >= 0,
+                    "'resources.idle_before_s' and 'resources.idle_after_s' must be >= 0");
+            require(
+                    c.nodes > 1,
+                    "'resources' measures what nodes send each other: it needs a 'cluster' of several nodes");
+        }
         double lastLoad = 0;
         for (Point p : points) {
             require(p.label != null, "every point needs a 'label'");
@@ -313,6 +348,7 @@ public record Experiment(
                         "insert point '" + p.label + "' needs 'load' in [0, 1]");
                 require(p.mix == null, "insert point '" + p.label + "' takes no 'mix'");
                 require(p.remote == null, "insert point '" + p.label + "' takes no 'remote'");
+                require(p.rate == null || p.rate > 0, "insert point '" + p.label + "': 'rate' must be > 0");
                 require(p.load >= lastLoad, "insert points must be ordered by growing 'load' (data is only added)");
                 lastLoad = p.load;
             } else {
@@ -332,6 +368,7 @@ public record Experiment(
                 require(
                         !(p.mix.getOrDefault("deleted", 0.0) > 0 && deleteModes.contains("none")),
                         "point '" + p.label + "' looks up deleted keys but 'delete_modes' has none");
+                require(p.rate == null, "lookup point '" + p.label + "' takes no 'rate' (inserts only)");
                 require(
                         p.remote == null || (p.remote >= 0 && p.remote <= 1),
                         "point '" + p.label + "': 'remote' must be in [0, 1]");

@@ -56,6 +56,8 @@ public final class Runner {
     private final Map<String, Object> settings = new LinkedHashMap<>();
     private final Map<String, Client> clients = new LinkedHashMap<>();
     private CqlSession session;
+    /** What the nodes spend, when the experiment samples it ({@code resources}); else null. */
+    private Resources resources;
 
     /**
      * @param cluster    a running cluster with the plugin (node 1 coordinates when the run is "fixed")
@@ -112,10 +114,16 @@ public final class Runner {
                         new CassandraClient(
                                 session, false, KEYSPACE, v.table(), e.dataset().rowBytes(), consistency, e.seed()));
             }
+            if (e.resources() != null) {
+                resources = new Resources(cluster, shape.nodes());
+            }
             if (e.isInsert()) {
                 runInserts();
             } else {
                 runLookups();
+            }
+            if (resources != null) {
+                idleAfter();
             }
             result.put("finished", Instant.now().toString());
             result.put("duration_s", Duration.between(started, Instant.now()).toSeconds());
@@ -123,24 +131,102 @@ public final class Runner {
             write();
             return result;
         } finally {
+            if (resources != null) {
+                resources.close();
+            }
             clients.values().forEach(Client::close);
             session.close();
         }
     }
 
+    // ------------------------------------------------------------------ resources
+
+    /**
+     * Starts the resource timeline, once, before the first measured point: an idle period first
+     * (the cluster at rest after the load phase), then every phase labelled as it runs.
+     */
+    private void startResources() throws IOException {
+        if (resources == null || result.containsKey("resources")) {
+            return;
+        }
+        Experiment.ResourceSampling rs = e.resources();
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("interval_s", rs.intervalS());
+        doc.put("clock", "seconds since the timeline started");
+        doc.put("timeline", List.of());
+        result.put("resources", doc);
+        resources.phase("idle before");
+        resources.startTimeline(rs.intervalS());
+        doc.put("idle_before", idlePeriod("idle before", rs.idleBeforeS()));
+    }
+
+    /** An idle period of {@code seconds} under {@code label}: what it cost, per second. */
+    private Map<String, Object> idlePeriod(String label, double seconds) throws IOException {
+        log.printf(
+                "%s: the cluster idle for %.0f s (sampling every %.1f s)%n",
+                label, seconds, e.resources().intervalS());
+        resources.phase(label);
+        Resources.Reading a = resources.read();
+        sleep(Math.round(seconds * 1000));
+        return resources.totals(resources.read().minus(a), 0);
+    }
+
+    /**
+     * The idle periods after the last point: with the Needle indexes (node filters publish
+     * heartbeats), then after dropping them (the cluster as stock Cassandra would be).
+     */
+    private void idleAfter() throws IOException {
+        @SuppressWarnings("unchecked")
+        Map<String, Object> doc = (Map<String, Object>) result.get("resources");
+        double seconds = e.resources().idleAfterS();
+        // What the load left behind (memtables, compactions) is not the node filters' cost at rest.
+        resources.phase("settling");
+        settle(true, false);
+        sleep(15_000);
+        doc.put("idle_after_with_needle", idlePeriod("idle, Needle indexes", seconds));
+        for (Variant v : variants) {
+            if (v.needle()) {
+                log.println("dropping the Needle index of " + v.table());
+                ddl("DROP INDEX " + KEYSPACE + "." + v.table() + "_needle");
+            }
+        }
+        resources.phase("settling");
+        sleep(15_000); // the indexes unregister on every node
+        doc.put("idle_after_indexes_dropped", idlePeriod("idle, Needle indexes dropped", seconds));
+        doc.put("timeline", resources.timeline());
+        write();
+    }
+
     private void createSchema() {
         log.println("creating keyspace " + KEYSPACE + " with tables "
                 + variants.stream().map(Variant::table).toList());
-        session.execute("DROP KEYSPACE IF EXISTS " + KEYSPACE);
-        session.execute("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
+        ddl("DROP KEYSPACE IF EXISTS " + KEYSPACE);
+        ddl("CREATE KEYSPACE " + KEYSPACE + " WITH replication = {'class': 'SimpleStrategy', "
                 + "'replication_factor': " + shape.replication() + "}");
         for (Variant v : variants) {
             for (String cql : v.ddl(KEYSPACE, e.indexOptions())) {
-                session.execute(cql);
+                ddl(cql);
             }
         }
         // The token map (which node owns which key) needs the keyspace's replication.
         session.refreshSchema();
+    }
+
+    /**
+     * Runs a schema change and waits until every node has it: on several nodes sharing two cores,
+     * the driver's own wait (10 s) can end first, and the next statement may then reach a node
+     * that does not know the table yet.
+     */
+    private void ddl(String cql) {
+        session.execute(cql);
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (!session.checkSchemaAgreement()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the nodes do not agree on the schema 2 minutes after: " + cql
+                        + " (see 'needle-cluster nodetool 1 describecluster')");
+            }
+            sleep(250);
+        }
     }
 
     /** Whether the Needle variants carry node filters (index option node_filter other than off). */
@@ -418,6 +504,7 @@ public final class Runner {
                     w -> next[0] += w);
             run.put("partitions_before_warmup", before);
             run.put("load", p.load());
+            run.put("rate", p.rate());
             run.put("cache", "warm");
             runs.add(run);
             write();
@@ -453,10 +540,16 @@ public final class Runner {
         long[] nanos = new long[n];
         long[][] needleBefore = new long[n][];
         long seed = KeyChooser.mix64(e.seed() ^ where.hashCode());
+        Resources.Reading[] used = new Resources.Reading[n];
+        Map<String, long[]> syncBefore = null;
+        startResources();
         try (Progress pr = new Progress(where, total, e.isInsert() ? "inserts" : "lookups")) {
+            if (resources != null) {
+                resources.phase("warm-up");
+            }
             if (warmup > 0) {
                 for (int v = 0; v < n; v++) {
-                    ClosedLoop.run(r.threads(), warmup, seed - 1, ops[v], pr.done);
+                    ClosedLoop.run(r.threads(), warmup, seed - 1, ops[v], pr.done, p.rate());
                 }
                 // Inserts warm up on keys of their own: the measured ones must be new.
                 afterWarmup.accept(warmup);
@@ -465,13 +558,25 @@ public final class Runner {
                 hist[v] = ClosedLoop.newHistogram();
                 needleBefore[v] = needleCounters(variants.get(v));
             }
+            if (nodeFilters()) {
+                syncBefore = syncCounters();
+            }
             for (int round = 0; round < r.rounds(); round++) {
                 for (int k = 0; k < n; k++) {
                     int v = (round + k) % n;
                     if (cache.equals("cold")) {
                         dropCaches();
                     }
-                    ClosedLoop.Outcome o = ClosedLoop.run(r.threads(), r.opsPerRound(), seed + round, ops[v], pr.done);
+                    Resources.Reading before = null;
+                    if (resources != null) {
+                        resources.phase(variants.get(v).name());
+                        before = resources.read();
+                    }
+                    ClosedLoop.Outcome o =
+                            ClosedLoop.run(r.threads(), r.opsPerRound(), seed + round, ops[v], pr.done, p.rate());
+                    if (resources != null) {
+                        used[v] = resources.read().minus(before).plus(used[v]);
+                    }
                     hist[v].add(o.histogram());
                     wrong[v] += o.wrong();
                     nanos[v] += o.nanos();
@@ -487,6 +592,9 @@ public final class Runner {
         for (int v = 0; v < n; v++) {
             Map<String, Object> s = stats(hist[v], nanos[v]);
             s.put("wrong_results", wrong[v]);
+            if (used[v] != null) {
+                s.put("resources", resources.totals(used[v], hist[v].getTotalCount()));
+            }
             long[] after = needleCounters(variants.get(v));
             if (after != null) {
                 s.put("needle_skipped", after[0] - needleBefore[v][0]);
@@ -504,8 +612,29 @@ public final class Runner {
                         variants.get(v).name(), wrong[v], where);
             }
         }
+        if (syncBefore != null) {
+            Map<String, long[]> syncAfter = syncCounters();
+            for (Variant v : variants) {
+                if (v.needle()) {
+                    long[] a = syncBefore.get(v.name()), b = syncAfter.get(v.name());
+                    Map<String, Object> sync = new LinkedHashMap<>();
+                    for (int i = 0; i < SYNC_METRICS.size(); i++) {
+                        sync.put(SYNC_FIELDS.get(i), b[i] - a[i]);
+                    }
+                    @SuppressWarnings("unchecked")
+                    Map<String, Object> s = (Map<String, Object>) byVariant.get(v.name());
+                    s.put("node_filter_sync", sync);
+                }
+            }
+        }
         run.put("variants", byVariant);
         addRatios(run, byVariant);
+        if (resources != null) {
+            resources.phase("between points");
+            @SuppressWarnings("unchecked")
+            Map<String, Object> doc = (Map<String, Object>) result.get("resources");
+            doc.put("timeline", resources.timeline());
+        }
         log.println(Report.line(where, byVariant));
         return run;
     }
@@ -551,6 +680,30 @@ public final class Runner {
 
     private static double us(double nanos) {
         return Math.round(nanos / 100.0) / 10.0;
+    }
+
+    /** What the owners published, summed over every node (Needle's gauges), and its names in results.json. */
+    private static final List<String> SYNC_METRICS = List.of(
+            "NodeFilterChangesSent", "NodeFilterBatchBytesSent", "NodeFilterBytesSent", "NodeFilterSnapshotsSent");
+
+    private static final List<String> SYNC_FIELDS =
+            List.of("changes_sent", "batch_bytes_sent", "bytes_sent", "snapshots_sent");
+
+    /** {@link #SYNC_METRICS} of every Needle table, summed over the nodes, by variant. */
+    private Map<String, long[]> syncCounters() throws IOException {
+        Map<String, long[]> out = new LinkedHashMap<>();
+        for (Variant v : variants) {
+            if (v.needle()) {
+                long[] sum = new long[SYNC_METRICS.size()];
+                for (int node = 1; node <= shape.nodes(); node++) {
+                    for (int i = 0; i < sum.length; i++) {
+                        sum[i] += cluster.metric(node, KEYSPACE, v.table(), SYNC_METRICS.get(i));
+                    }
+                }
+                out.put(v.name(), sum);
+            }
+        }
+        return out;
     }
 
     /**

@@ -64,7 +64,9 @@ class ExperimentTest {
         try (Stream<Path> s = Files.list(folder)) {
             files = s.filter(p -> p.toString().endsWith(".json")).toList();
         }
-        assertTrue(files.size() >= 9, "expected the eight tables and the demo in " + folder.toAbsolutePath());
+        assertTrue(
+                files.size() >= 11,
+                "expected the ten experiments of the tables and the demo in " + folder.toAbsolutePath());
         for (Path f : files) {
             Experiment e = Experiment.read(f);
             assertEquals(f.getFileName().toString(), e.name() + ".json", "name must match the file name");
@@ -107,6 +109,14 @@ class ExperimentTest {
                         "\"mix\": {\"deleted\": 0.5, \"live\": 0.5}}",
                         "\"load\": 0.5}, {\"label\": \"less\", \"x\": 1, \"load\": 0.2}"));
         assertFalse(ok.points().get(0).load() == null);
+        assertEquals(null, ok.points().get(0).rate());
+        Experiment paced = assertDoesNotThrow(() ->
+                read(insert.replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}", "\"load\": 0.5, \"rate\": 250")));
+        assertEquals(250.0, paced.points().get(0).rate());
+        assertErrorNames(
+                "'rate' must be > 0",
+                insert.replace("\"mix\": {\"deleted\": 0.5, \"live\": 0.5}", "\"load\": 0.5, \"rate\": 0"));
+        assertErrorNames("takes no 'rate'", VALID.replace("\"x\": 50,", "\"x\": 50, \"rate\": 10,"));
     }
 
     @Test
@@ -130,6 +140,27 @@ class ExperimentTest {
         assertErrorNames("may not set 'filter'", remote.replace("\"node_filter\"", "\"filter\""));
         assertErrorNames("'cluster.nodes' must be 1 to 9", remote.replace("\"nodes\": 4", "\"nodes\": 0"));
         assertErrorNames("missing field 'cluster.nodes'", remote.replace("\"nodes\": 4,", ""));
+    }
+
+    @Test
+    void resourceSamplingNeedsSeveralNodesAndSaneTimes() throws IOException {
+        String cluster = VALID.replace(
+                "\"seed\": 1}",
+                "\"seed\": 1, \"cluster\": {\"nodes\": 3, \"latency\": \"lan\", \"replication_factor\": 3},"
+                        + " \"resources\": {\"interval_s\": 5, \"idle_before_s\": 30, \"idle_after_s\": 60}}");
+        Experiment e = read(cluster);
+        assertEquals(new Experiment.ResourceSampling(5, 30, 60), e.resources());
+        assertEquals(e.resources(), e.scaled(0.5).warmOnly().resources(), "kept by the copies");
+        assertEquals(null, read(VALID).resources());
+        assertErrorNames(
+                "'resources.interval_s' must be >= 0.5", cluster.replace("\"interval_s\": 5", "\"interval_s\": 0"));
+        assertErrorNames("must be >= 0", cluster.replace("\"idle_after_s\": 60", "\"idle_after_s\": -1"));
+        assertErrorNames("missing field 'resources.idle_before_s'", cluster.replace("\"idle_before_s\": 30,", ""));
+        assertErrorNames(
+                "needs a 'cluster' of several nodes",
+                VALID.replace(
+                        "\"seed\": 1}",
+                        "\"seed\": 1, \"resources\": {\"interval_s\": 5, \"idle_before_s\": 0, \"idle_after_s\": 0}}"));
     }
 
     private static <T> T assertDoesNotThrow(org.junit.jupiter.api.function.ThrowingSupplier<T> s) {

@@ -229,7 +229,9 @@ public final class LocalCluster implements AutoCloseable {
                 .withString(DefaultDriverOption.LOAD_BALANCING_LOCAL_DATACENTER, "datacenter1")
                 .withInt(DefaultDriverOption.METADATA_SCHEMA_REQUEST_PAGE_SIZE, 5000)
                 .withDuration(DefaultDriverOption.RECONNECTION_BASE_DELAY, Duration.ofMillis(200))
-                .withDuration(DefaultDriverOption.RECONNECTION_MAX_DELAY, Duration.ofSeconds(2));
+                .withDuration(DefaultDriverOption.RECONNECTION_MAX_DELAY, Duration.ofSeconds(2))
+                // A session per node is how a test or the harness reads each node's own views.
+                .withInt(DefaultDriverOption.SESSION_LEAK_THRESHOLD, 32);
         if (!tokenAware) {
             b = b.withClass(DefaultDriverOption.LOAD_BALANCING_POLICY_CLASS, FixedNodePolicy.class)
                     .withString(FixedNodePolicy.NODE_OPTION, "127.0.0." + node);
