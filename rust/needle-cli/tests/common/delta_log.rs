@@ -49,7 +49,7 @@ pub fn commit(table: &Path, version: u64, actions: &[String]) {
 /// portable serialization of a 64-bit Roaring bitmap (one 32-bit bitmap of one array container)
 /// after its magic number, Z85-encoded, as the Delta protocol specifies.
 pub fn inline_deletion_vector(positions: &[u16]) -> String {
-    assert!(positions.len() % 2 == 0 && !positions.is_empty() && positions.len() < 4096);
+    assert!(positions.len().is_multiple_of(2) && !positions.is_empty() && positions.len() < 4096);
     let mut sorted = positions.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -78,7 +78,7 @@ pub fn inline_deletion_vector(positions: &[u16]) -> String {
 fn z85(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] =
         b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
-    assert!(bytes.len() % 4 == 0);
+    assert!(bytes.len().is_multiple_of(4));
     let mut out = String::new();
     for chunk in bytes.chunks(4) {
         let mut v = u32::from_be_bytes(chunk.try_into().unwrap());
