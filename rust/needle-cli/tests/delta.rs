@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 mod common;
 use common::delta_log::{
-    add, add_with_deletion_vector, commit, inline_deletion_vector, metadata, protocol_with, remove,
-    PROTOCOL,
+    add, add_with_deletion_vector, commit, data_files, inline_deletion_vector, metadata,
+    protocol_with, remove, PROTOCOL,
 };
 use common::{full_scan_files, generate, needle};
 
@@ -58,7 +58,7 @@ fn lookups_at_every_version_equal_a_full_scan_of_its_files() {
         table.join("sub/part 003%.parquet"),
     )
     .unwrap();
-    let pool: Vec<String> = common_pool(table);
+    let pool: Vec<String> = data_files(table);
     assert_eq!(pool.len(), 12);
     // Commits: the first adds three files; each later one adds one or two files not live
     // and removes up to two live ones (a file may come back in a later commit: the protocol
@@ -133,20 +133,6 @@ fn lookups_at_every_version_equal_a_full_scan_of_its_files() {
         String::from_utf8(o.stdout).unwrap().lines().count(),
         full_scan_files(table, &files, "id", &Value::Int(value)).len()
     );
-}
-
-/// The pool of data files `generate` wrote, relative to the table.
-fn common_pool(table: &Path) -> Vec<String> {
-    needle_lake::pq::parquet_files(table)
-        .unwrap()
-        .iter()
-        .map(|f| {
-            f.strip_prefix(table)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect()
 }
 
 #[test]
@@ -267,7 +253,7 @@ fn a_file_half_added_or_half_removed_is_read_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let table = tmp.path();
     generate(table, 3, 4, 150);
-    let pool = common_pool(table);
+    let pool = data_files(table);
     commit(
         table,
         0,
@@ -371,7 +357,7 @@ fn rows_a_deletion_vector_hides_are_not_returned() {
     let tmp = tempfile::tempdir().unwrap();
     let table = tmp.path();
     generate(table, 2, 3, 100);
-    let pool = common_pool(table);
+    let pool = data_files(table);
     commit(
         table,
         0,

@@ -7,6 +7,7 @@ use common::{full_scan, generate, needle};
 use needle_index::{Config, Index, Options, Value};
 use serde_json::{json, Value as Json};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,18 +183,18 @@ fn serves_candidates_while_another_process_writes() {
     assert_eq!(value_of("needle_index_partitions"), 6.0);
 }
 
+/// The service of a Parquet directory written by `generate` and indexed on `id`.
+fn parquet_service(dir: &Path, files: usize, groups: usize, rows: usize) -> Service {
+    generate(dir, files, groups, rows);
+    let out = needle(&["index-parquet", dir.to_str().unwrap(), "--column", "id"]);
+    assert!(out.status.success(), "{out:?}");
+    Service::start(&["--parquet", dir.to_str().unwrap()])
+}
+
 #[test]
 fn looks_up_rows_of_a_parquet_directory() {
     let dir = tempfile::tempdir().unwrap();
-    generate(dir.path(), 4, 2, 300);
-    let out = needle(&[
-        "index-parquet",
-        dir.path().to_str().unwrap(),
-        "--column",
-        "id",
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let svc = Service::start(&["--parquet", dir.path().to_str().unwrap()]);
+    let svc = parquet_service(dir.path(), 4, 2, 300);
     for id in [0i64, 31, 4999, 123_456] {
         let (status, j) = svc.get(&format!("/lookup?value={id}"));
         assert_eq!(status, 200, "{j}");
@@ -253,21 +254,12 @@ fn rows_of(j: &Json) -> Vec<(String, u64)> {
 
 #[test]
 fn serves_a_delta_table_at_any_version_while_the_index_lags() {
-    use common::delta_log::{add, commit, metadata, remove, PROTOCOL};
+    use common::delta_log::{add, commit, data_files, metadata, remove, PROTOCOL};
     use common::full_scan_files;
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path();
     generate(table, 5, 2, 200);
-    let pool: Vec<String> = needle_lake::pq::parquet_files(table)
-        .unwrap()
-        .iter()
-        .map(|f| {
-            f.strip_prefix(table)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let pool = data_files(table);
     let live_at: [&[usize]; 3] = [&[0, 1, 2], &[0, 2, 3], &[0, 2, 3, 4]];
     commit(
         table,
@@ -392,15 +384,7 @@ fn serves_a_delta_table_at_any_version_while_the_index_lags() {
 #[test]
 fn a_version_is_refused_for_a_plain_directory() {
     let dir = tempfile::tempdir().unwrap();
-    generate(dir.path(), 2, 1, 50);
-    let out = needle(&[
-        "index-parquet",
-        dir.path().to_str().unwrap(),
-        "--column",
-        "id",
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let svc = Service::start(&["--parquet", dir.path().to_str().unwrap()]);
+    let svc = parquet_service(dir.path(), 2, 1, 50);
     let (status, j) = svc.get("/lookup?value=1&version=0");
     assert_eq!(status, 400, "{j}");
     assert!(

@@ -2,6 +2,20 @@
 
 use std::path::Path;
 
+/// The data files under `table` (as `generate` writes them), relative to it: what the log names.
+pub fn data_files(table: &Path) -> Vec<String> {
+    needle_lake::pq::parquet_files(table)
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f.strip_prefix(table)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
+}
+
 /// A protocol action readers of version 1 read.
 pub const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
 const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;

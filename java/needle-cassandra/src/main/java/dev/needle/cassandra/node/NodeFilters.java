@@ -50,9 +50,9 @@ import org.slf4j.LoggerFactory;
  * Node filters on this node, both sides of them.
  *
  * <p>As an <b>owner</b>, for each table with {@code node_filter} on, it publishes which keys may
- * hold live data here ({@link OwnerTable}): a snapshot per epoch, then batches of changes every few
- * milliseconds, and a heartbeat every {@link #beatIntervalMillis}, all as writes to {@link
- * SyncKeyspace}, whose replicas are every node.
+ * hold live data here ({@link OwnerTable}): a snapshot per epoch, then batches of changes as they
+ * come ({@link OwnerTable#batchDue}), and heartbeats ({@link OwnerTable#beatDue}), all as writes to
+ * {@link SyncKeyspace}, whose replicas are every node.
  *
  * <p>As a <b>coordinator</b>, it keeps a {@link NodeCopy} of every other node's filter of those
  * tables, fed by the {@link SyncIndex} on the sync tables, and {@link #check decides} whether a
