@@ -9,9 +9,7 @@ version it covers; its partitions are the table's data files, by their path in t
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,7 +77,7 @@ def _candidates(snap: DeltaSnapshot, value: Any, index: PathLike | None) -> tupl
     index_dir = index_dir_of(root, index)
     info = parquet_index_info(os.fspath(index_dir))
     snap.check_column(info["column"])
-    field = _arrow_schema(snap.schema).field(info["column"]) if is_temporal(value) else None
+    field = _arrow_schema(snap).field(info["column"]) if is_temporal(value) else None
     v = index_value(value, info["type"], field)
     found = []
     for pid in snap.candidates(os.fspath(index_dir), v):
@@ -110,7 +108,7 @@ def delta_lookup(
     that deletion vectors hide, as one ``pyarrow.Table``."""
     snap = _open(table, version)
     candidates, column = _candidates(snap, value, index)
-    schema = _arrow_schema(snap.schema)
+    schema = _arrow_schema(snap)
     root = Path(snap.root)
     live = snap.files
 
@@ -140,50 +138,8 @@ def _partition_scalar(raw: Any, type_: pyarrow.DataType) -> pyarrow.Scalar:
         return pa.scalar(str(raw)).cast(type_)
 
 
-def _arrow_schema(schema: str) -> pyarrow.Schema:
-    """The table's schema (Delta's JSON form, from the log) as Arrow types."""
+def _arrow_schema(snap: DeltaSnapshot) -> pyarrow.Schema:
+    """The table's schema as Arrow types, as the Delta kernel maps them."""
     import pyarrow as pa
 
-    try:
-        return pa.schema([_arrow_field(f) for f in json.loads(schema)["fields"]])
-    except (ValueError, KeyError, TypeError) as e:
-        raise NeedleError(f"the table's schema cannot be read: {e}") from e
-
-
-def _arrow_field(f: dict[str, Any]) -> pyarrow.Field:
-    import pyarrow as pa
-
-    return pa.field(f["name"], _arrow_type(f["type"]), f.get("nullable", True))
-
-
-def _arrow_type(t: str | dict[str, Any]) -> pyarrow.DataType:
-    import pyarrow as pa
-
-    primitives = {
-        "string": pa.string(),
-        "long": pa.int64(),
-        "integer": pa.int32(),
-        "short": pa.int16(),
-        "byte": pa.int8(),
-        "float": pa.float32(),
-        "double": pa.float64(),
-        "boolean": pa.bool_(),
-        "binary": pa.binary(),
-        "date": pa.date32(),
-        "timestamp": pa.timestamp("us", tz="UTC"),
-        "timestamp_ntz": pa.timestamp("us"),
-    }
-    if isinstance(t, str):
-        if t in primitives:
-            return primitives[t]
-        m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", t)
-        if m:
-            return pa.decimal128(int(m[1]), int(m[2]))
-        raise ValueError(f"unknown Delta type {t!r}")
-    if t["type"] == "struct":
-        return pa.struct([_arrow_field(f) for f in t["fields"]])
-    if t["type"] == "array":
-        return pa.list_(pa.field("element", _arrow_type(t["elementType"]), t.get("containsNull", True)))
-    if t["type"] == "map":
-        return pa.map_(_arrow_type(t["keyType"]), _arrow_type(t["valueType"]))
-    raise ValueError(f"unknown Delta type {t!r}")
+    return pa.ipc.open_stream(snap.arrow_schema_ipc()).schema

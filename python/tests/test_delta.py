@@ -3,6 +3,8 @@ appends, deletes, overwrites, compaction and checkpoints, and a lookup at any ve
 full read of that version by deltalake, also while the index lags behind. Needle reads the log
 itself; deltalake writes the tables and is the oracle."""
 
+import datetime
+import decimal
 import json
 import random
 import struct
@@ -100,6 +102,42 @@ def test_partitioned_tables_return_their_partition_values(tmp_path):
         )
     with pytest.raises(needle.NeedleError, match="partition column"):
         needle.index_delta(table, "day", index=tmp_path / "other")
+
+
+def test_results_carry_the_tables_types(tmp_path):
+    """Partition values come back as their columns' types, and an empty answer has the table's
+    schema, as deltalake maps Delta's types to Arrow."""
+    table = tmp_path / "typed"
+    n = 60
+    day = [datetime.date(2026, 1, 1 + i % 3) for i in range(n)]
+    data = pa.table(
+        {
+            "key": pa.array(range(n), pa.int64()),
+            "name": [f"é{i}" if i % 5 else "" for i in range(n)],
+            "at": pa.array([datetime.datetime(2026, 1, 1, i % 24, tzinfo=datetime.UTC) for i in range(n)]),
+            "price": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
+            "ok": [i % 2 == 0 for i in range(n)],
+            "tags": pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32())),
+            "point": pa.array([{"x": i, "y": "y"} for i in range(n)]),
+            "attrs": pa.array([[("a", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())),
+            "day": pa.array(day),
+            "shard": pa.array([i % 2 for i in range(n)], pa.int32()),
+            "bucket": pa.array([decimal.Decimal(i % 2) / 2 for i in range(n)], pa.decimal128(4, 1)),
+        }
+    )
+    write_deltalake(str(table), data, partition_by=["day", "shard", "bucket"])
+    needle.index_delta(table, "key")
+    declared = pa.schema(DeltaTable(str(table)).schema().to_arrow())
+    empty = needle.delta_lookup(table, 10**6)
+    assert empty.num_rows == 0
+    assert empty.schema.equals(declared, check_metadata=False), (empty.schema, declared)
+    everything = DeltaTable(str(table)).to_pyarrow_table()
+    for value in (0, 7, 59):
+        got = needle.delta_lookup(table, value)
+        want = everything.filter(pc.equal(everything["key"], value))
+        for column in ("day", "shard", "bucket", "at", "price"):
+            assert got.schema.field(column).type == declared.field(column).type, column
+            assert got[column].to_pylist() == want[column].to_pylist(), (value, column)
 
 
 def test_errors_say_what_failed(tmp_path):

@@ -7,8 +7,11 @@
 //! files (or their row groups), by their path relative to the table.
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, ParquetMeta};
+use arrow_schema::Schema as ArrowSchema;
+use delta_kernel::engine::arrow_conversion::TryFromKernel;
 use delta_kernel::object_store::local::LocalFileSystem;
 use delta_kernel::scan::state::{DvInfo, ScanFile};
+use delta_kernel::schema::SchemaRef;
 use delta_kernel::table_features::ColumnMappingMode;
 use delta_kernel::{Engine, Snapshot};
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
@@ -27,7 +30,7 @@ pub type PartitionValues = BTreeMap<String, Option<String>>;
 
 /// One version of a Delta table: its live data files and what the reader needs to know of its
 /// metadata.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DeltaSnapshot {
     /// The table's folder.
     pub root: PathBuf,
@@ -38,8 +41,8 @@ pub struct DeltaSnapshot {
     pub files: BTreeMap<String, PartitionValues>,
     /// The table's partition columns.
     pub partition_columns: Vec<String>,
-    /// The table's schema in Delta's JSON form (as the log stores it).
-    pub schema: String,
+    /// The table's schema, as the kernel reads it from the log.
+    pub schema: SchemaRef,
     /// The deletion vectors of the live files that carry one (rows deleted without rewriting
     /// the file), by path relative to `root`; read when a lookup finds rows in the file.
     pub deletion_vectors: BTreeMap<String, DvInfo>,
@@ -76,8 +79,7 @@ impl DeltaSnapshot {
             ));
         }
         let partition_columns = config.logical_partition_columns().to_vec();
-        let schema = serde_json::to_string(snapshot.schema().as_ref())
-            .map_err(|e| format!("{table}: the schema cannot be written as JSON: {e}"))?;
+        let schema = snapshot.schema();
         let version = snapshot.version();
         let kernel_err = |e: delta_kernel::KernelError| {
             with_bad_json(
@@ -116,6 +118,17 @@ impl DeltaSnapshot {
             partition_columns,
             schema,
             deletion_vectors,
+        })
+    }
+
+    /// The table's schema as Arrow types, by the kernel's own mapping of Delta types (the one
+    /// its readers use: `timestamp` is microseconds in UTC, `timestamp_ntz` without a zone).
+    pub fn arrow_schema(&self) -> Result<ArrowSchema, String> {
+        ArrowSchema::try_from_kernel(self.schema.as_ref()).map_err(|e| {
+            format!(
+                "{}: the table's schema has no Arrow form: {e}",
+                self.root.display()
+            )
         })
     }
 

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 
+use arrow_ipc::writer::StreamWriter;
 use needle_index::{Config, Index, Options, Value};
 use needle_lake::delta;
 use needle_lake::pq::{self, IndexParquetOptions, ParquetMeta};
@@ -396,10 +397,14 @@ impl DeltaSnapshot {
         self.inner.partition_columns.clone()
     }
 
-    /// The schema as the log stores it (Delta's JSON form).
-    #[getter]
-    fn schema(&self) -> String {
-        self.inner.schema.clone()
+    /// The table's schema as Arrow types (the Delta kernel's mapping), serialized as an Arrow
+    /// IPC stream without batches: `pyarrow.ipc.open_stream(...).schema` reads it.
+    fn arrow_schema_ipc<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let schema = self.inner.arrow_schema().map_err(err)?;
+        let mut w = StreamWriter::try_new(Vec::new(), &schema).map_err(err)?;
+        w.finish().map_err(err)?;
+        let bytes = w.into_inner().map_err(err)?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// The rows (0-based positions in the file) that the deletion vector of the live file `file`
