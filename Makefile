@@ -21,7 +21,7 @@ help:
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
 	@echo "make bench-scheme2  Tables 6-9 (node filters) on 4 nodes at lan and az latency, Tables 10-13 (the load,"
 	@echo "                    CPU and network) on 6 nodes, then the staleness probe (Tables 6, 7 and 9 about"
-	@echo "                    45 minutes, 10-13 about 35, the probe about 30; Table 8 not timed yet)"
+	@echo "                    45 minutes, Table 8 about 11 per profile, 10-13 about 35, the probe about 30)"
 	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
 	@echo "make clean          remove build output"
 

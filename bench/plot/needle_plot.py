@@ -246,7 +246,9 @@ def check_targets(docs):
 def markdown(docs):
     lines = []
     for name, doc in docs.items():
-        lines.append(f"### {doc['reproduces'] or name}: {doc['title']}\n")
+        cluster = doc["experiment"].get("cluster")
+        latency = f", `{latency_of(doc)}` latency" if cluster else ""
+        lines.append(f"### {doc['reproduces'] or name}: {doc['title']}{latency}\n")
         what = "insert" if is_insert(doc) else "lookup"
         lines.append(f"Median / p99 {what} latency in ms; last column: stock median / Needle-Cuckoo median.\n")
         variants = list(doc["runs"][0]["variants"])
