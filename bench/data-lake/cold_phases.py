@@ -5,10 +5,15 @@ Runs on the tables ``run.py --keep`` leaves under ``--data`` and, for each table
 the page cache (root only) before each query, then times the phases of the lookup one after the
 other: reading the index's column file, opening the index, the candidates' query (for an absent
 value also the index's first file, for the columns of the empty answer), DuckDB's read of the
-candidate files (of that first file for an absent value). Medians per size and kind go to stdout
-as JSON.
+candidate files (of that first file for an absent value), and the CPU time of the calling
+thread. Medians per size and kind go to stdout as JSON.
+
+``--after-scan`` scans the whole table with DuckDB before each query (then drops the page cache
+again), in this process (``same``) or in another one (``other``): what a lookup costs right after
+such a scan, as in ``run.py``, where the three methods take turns in one process.
 
     bench/data-lake/cold_phases.py --data /work/bench-data --files 500,2000,5000 --queries 10
+    bench/data-lake/cold_phases.py --data /work/bench-data --files 5000 --after-scan same
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -44,7 +51,7 @@ def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple
     ix = PartitionIndex.open(os.fspath(index_dir), read_only=True)
     lap("index open")
     ids = ix.candidates(value)
-    known = None if ids else next(iter(ix.partitions()))
+    known = None if ids else ix.any_partition()
     ix.close()
     lap("candidates")
     files = sorted({str(directory / split_partition_id(i)[0]) for i in ids})
@@ -63,6 +70,12 @@ def main() -> None:
     ap.add_argument("--files", default="500,2000,5000", help="table sizes, in files (comma-separated)")
     ap.add_argument("--rows", type=int, default=20000, help="rows per file, as the tables were written")
     ap.add_argument("--queries", type=int, default=10, help="cold queries per kind and size")
+    ap.add_argument(
+        "--after-scan",
+        choices=["none", "same", "other"],
+        default="none",
+        help="scan the table with DuckDB before each query: in this process, or in another one",
+    )
     args = ap.parse_args()
     if not drop_caches():
         raise SystemExit("cannot drop the page cache: run as root")
@@ -77,10 +90,20 @@ def main() -> None:
             laps: dict[str, list[float]] = {}
             for _ in range(args.queries):
                 i = rnd.randrange(total) if kind == "present" else total + rnd.randrange(10**9)
+                scan = f"SELECT * FROM read_parquet('{directory}/*.parquet') WHERE key = {key_of(0)}"
+                if args.after_scan == "same":
+                    drop_caches()
+                    con.sql(scan).fetchall()
+                elif args.after_scan == "other":
+                    drop_caches()
+                    code = f"import duckdb; c = duckdb.connect(); c.sql('SET threads TO 2'); c.sql({scan!r}).fetchall()"
+                    subprocess.run([sys.executable, "-c", code], check=True)
                 drop_caches()
                 start = time.perf_counter()
+                cpu = time.thread_time()
                 got, rows = phases(con, directory, key_of(i))
                 got["total"] = (time.perf_counter() - start) * 1000.0
+                got["thread cpu"] = (time.thread_time() - cpu) * 1000.0
                 if rows != (kind == "present"):
                     raise SystemExit(f"wrong answer for row {i} ({kind}) in {n} files: {rows} rows")
                 for name, ms in got.items():

@@ -105,8 +105,9 @@ class _Found:
         v = index_value(value, info["type"], field)
         with PartitionIndex.open(index_dir, read_only=True) as ix:
             ids = ix.candidates(v)
-            # A file the index knows costs no listing of the directory (thousands of entries).
-            known = None if ids else next(iter(ix.partitions()), None)
+            # A file the index knows costs no listing of the directory (thousands of entries),
+            # nor of the index's partitions.
+            known = None if ids else ix.any_partition()
         self.candidates = sort_candidates([Candidate(directory / rel, rg) for rel, rg in map(split_partition_id, ids)])
         self.table_file: Path | None = None
         if not ids:

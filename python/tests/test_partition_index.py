@@ -38,6 +38,7 @@ def test_candidates_never_miss_a_partition_that_holds_the_value(tmp_path):
             else:
                 ix.merge()
             if step % 25 == 0:
+                assert ix.any_partition() in model if model else ix.any_partition() is None
                 for pid, values in model.items():
                     for v in values:
                         assert pid in ix.candidates(v), (pid, v)

@@ -226,6 +226,12 @@ impl PartitionIndex {
             .collect())
     }
 
+    /// The id of one live partition, or None if there is none; cheaper than `partitions()`
+    /// when any one will do.
+    fn any_partition(&self) -> PyResult<Option<String>> {
+        Ok(self.ix()?.any_live_partition())
+    }
+
     /// Closes the index (releases its lock); later calls raise `ValueError`.
     fn close(&mut self) {
         self.inner = None;

@@ -37,6 +37,21 @@ impl Index {
         out
     }
 
+    /// The id of one live partition, if there is any: for a caller that needs any one of them
+    /// (a file to take a table's columns from), without listing them all.
+    pub fn any_live_partition(&self) -> Option<String> {
+        let snap = self.state.load();
+        let in_segments = snap.segs.iter().find_map(|st| {
+            st.seg
+                .parts
+                .iter()
+                .zip(st.removed.iter())
+                .find(|(_, removed)| !**removed)
+                .map(|(p, _)| p.id.clone())
+        });
+        in_segments.or_else(|| snap.mem.iter().find(|m| !m.removed).map(|m| m.id.clone()))
+    }
+
     /// Summary numbers.
     pub fn stats(&self) -> Stats {
         let parts = self.partitions();

@@ -29,6 +29,17 @@ impl Model {
                 }
             }
         }
+        match ix.any_live_partition() {
+            Some(id) => assert!(
+                self.parts.contains_key(&id),
+                "removed partition {id} named live"
+            ),
+            None => assert!(
+                self.parts.is_empty(),
+                "no live partition named: {:?}",
+                self.parts.keys()
+            ),
+        }
     }
 }
 
