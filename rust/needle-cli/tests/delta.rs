@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 mod common;
 use common::delta_log::{
-    add, add_with_deletion_vector, commit, data_files, inline_deletion_vector, metadata,
-    protocol_with, remove, PROTOCOL,
+    add, add_with_deletion_vector, commit, data_files, index_delta, inline_deletion_vector,
+    metadata, protocol_with, remove, table_of_files, PROTOCOL,
 };
 use common::{full_scan_files, generate, needle};
 
@@ -252,32 +252,16 @@ fn what_the_reader_does_not_read_is_refused() {
 fn a_file_half_added_or_half_removed_is_read_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let table = tmp.path();
-    generate(table, 3, 4, 150);
-    let pool = data_files(table);
-    commit(
-        table,
-        0,
-        &[
-            PROTOCOL.to_string(),
-            metadata("", ""),
-            add(&pool[0]),
-            add(&pool[1]),
-            add(&pool[2]),
-        ],
-    );
+    let pool = table_of_files(table, 3, 4, 150, 3);
     commit(table, 1, &[remove(&pool[2])]);
     let t = table.to_str().unwrap();
-    let index_all = || {
-        let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
-        assert!(o.status.success(), "{}", stderr(&o));
-    };
     // Version 0 indexed: three files of four row groups each.
     std::fs::rename(
         table.join("_delta_log/00000000000000000001.json"),
         table.join("v1"),
     )
     .unwrap();
-    index_all();
+    index_delta(t);
     let index_dir = table.join(".needle-index");
     let v0: BTreeSet<String> = pool.iter().cloned().collect();
     let open = || needle_index::Index::open(&index_dir, needle_index::Options::default()).unwrap();
@@ -306,7 +290,7 @@ fn a_file_half_added_or_half_removed_is_read_whole() {
             ix.flush().unwrap();
         }
         check_version(table, 0, &v0);
-        index_all();
+        index_delta(t);
         assert_eq!(ids_of(&pool[0]).len(), 4, "the next run completes the file");
     }
     // Version 1 removes a file: a run that stopped after the first k of its removals.
@@ -337,14 +321,14 @@ fn a_file_half_added_or_half_removed_is_read_whole() {
             table.join("v1"),
         )
         .unwrap();
-        index_all();
+        index_delta(t);
         std::fs::rename(
             table.join("v1"),
             table.join("_delta_log/00000000000000000001.json"),
         )
         .unwrap();
     }
-    index_all();
+    index_delta(t);
     assert!(ids_of(&pool[2]).is_empty());
     check_version(table, 0, &v0);
     check_version(table, 1, &v1);
@@ -356,21 +340,9 @@ fn a_file_half_added_or_half_removed_is_read_whole() {
 fn rows_a_deletion_vector_hides_are_not_returned() {
     let tmp = tempfile::tempdir().unwrap();
     let table = tmp.path();
-    generate(table, 2, 3, 100);
-    let pool = data_files(table);
-    commit(
-        table,
-        0,
-        &[
-            PROTOCOL.into(),
-            metadata("", ""),
-            add(&pool[0]),
-            add(&pool[1]),
-        ],
-    );
+    let pool = table_of_files(table, 2, 3, 100, 2);
     let t = table.to_str().unwrap();
-    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    index_delta(t);
     // Version 1 deletes 40 rows of the first file, in every row group, through a vector.
     let hidden: Vec<u16> = (0..40).map(|i| i * 7 + 3).collect();
     commit(
@@ -419,8 +391,7 @@ fn rows_a_deletion_vector_hides_are_not_returned() {
     }
     assert!(gone >= hidden.len(), "every hidden row was probed ({gone})");
     // Re-indexing at version 1 changes nothing: the file keeps its path.
-    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let o = index_delta(t);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("version 1"),
         "{o:?}"

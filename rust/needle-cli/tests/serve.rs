@@ -11,6 +11,24 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Each answer has the status and an `error` message containing the text expected of it.
+fn assert_errors(got: &[(u16, Json)], expected: &[(u16, &str)]) {
+    assert_eq!(got.len(), expected.len());
+    for ((status, j), (want, text)) in got.iter().zip(expected) {
+        assert_eq!(status, want, "{j}");
+        assert!(j["error"].as_str().unwrap().contains(text), "{j}");
+    }
+}
+
+/// Polls `done` every 20 ms until it holds; fails the test if it has not after 10 s.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The service, stopped (by its pid) when dropped, also when a test fails.
 struct Service {
     child: Child,
@@ -110,19 +128,11 @@ fn serves_candidates_while_another_process_writes() {
         if p == 4 {
             writer.merge().unwrap();
         }
-        let t0 = Instant::now();
-        loop {
+        wait_until(&format!("p{p} appeared"), || {
             let (status, j) = svc.get(&format!("/candidates?value={}", p * 1000 + 50));
             assert_eq!(status, 200, "{j}");
-            if candidates(&j).contains(&format!("p{p}")) {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "p{p} never appeared"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            candidates(&j).contains(&format!("p{p}"))
+        });
         assert!(candidates(&svc.get("/candidates?value=5").1).contains(&"p0".to_string()));
     }
 
@@ -156,10 +166,7 @@ fn serves_candidates_while_another_process_writes() {
         (404, "/candidates"),
         (404, "--parquet"),
     ];
-    for ((status, j), (want, text)) in bad.iter().zip(expect) {
-        assert_eq!(*status, want, "{j}");
-        assert!(j["error"].as_str().unwrap().contains(text), "{j}");
-    }
+    assert_errors(&bad, &expect);
     let r = ureq::delete(&format!("{}/candidates", svc.base)).call();
     assert!(matches!(r, Err(ureq::Error::Status(405, _))));
 
@@ -254,27 +261,14 @@ fn rows_of(j: &Json) -> Vec<(String, u64)> {
 
 #[test]
 fn serves_a_delta_table_at_any_version_while_the_index_lags() {
-    use common::delta_log::{add, commit, data_files, metadata, remove, PROTOCOL};
+    use common::delta_log::{add, commit, index_delta, remove, table_of_files};
     use common::full_scan_files;
     let dir = tempfile::tempdir().unwrap();
     let table = dir.path();
-    generate(table, 5, 2, 200);
-    let pool = data_files(table);
+    let pool = table_of_files(table, 5, 2, 200, 3);
     let live_at: [&[usize]; 3] = [&[0, 1, 2], &[0, 2, 3], &[0, 2, 3, 4]];
-    commit(
-        table,
-        0,
-        &[
-            PROTOCOL.into(),
-            metadata("", ""),
-            add(&pool[0]),
-            add(&pool[1]),
-            add(&pool[2]),
-        ],
-    );
     let t = table.to_str().unwrap();
-    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
-    assert!(o.status.success(), "{o:?}");
+    index_delta(t);
     // Version 1 (not indexed yet): a file removed, a file added.
     commit(table, 1, &[remove(&pool[1]), add(&pool[3])]);
     let svc = Service::start(&["--parquet", t]);
@@ -314,26 +308,15 @@ fn serves_a_delta_table_at_any_version_while_the_index_lags() {
 
     // A new commit: the service follows the log.
     commit(table, 2, &[add(&pool[4])]);
-    let t0 = Instant::now();
-    while svc.get("/health").1["delta"]["latest_version"] != 2 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "version 2 never came"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("version 2 came", || {
+        svc.get("/health").1["delta"]["latest_version"] == 2
+    });
     check(2, true);
     // The index catches up while the service runs; every version still reads right.
-    let o = needle(&["index-delta", t, "--column", "id", "--row-groups"]);
-    assert!(o.status.success(), "{o:?}");
-    let t0 = Instant::now();
-    while svc.get("/health").1["delta"]["live_files_not_indexed"] != 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the index never caught up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    index_delta(t);
+    wait_until("the index caught up", || {
+        svc.get("/health").1["delta"]["live_files_not_indexed"] == 0
+    });
     assert_eq!(svc.get("/health").1["delta"]["indexed_version"], 2);
     for v in 0..3 {
         check(v, false);
@@ -375,10 +358,7 @@ fn serves_a_delta_table_at_any_version_while_the_index_lags() {
         (400, "is not a table version"),
         (400, "give a table version as a JSON integer"),
     ];
-    for ((status, j), (want, text)) in bad.iter().zip(expect_err) {
-        assert_eq!(*status, want, "{j}");
-        assert!(j["error"].as_str().unwrap().contains(text), "{j}");
-    }
+    assert_errors(&bad, &expect_err);
 }
 
 #[test]

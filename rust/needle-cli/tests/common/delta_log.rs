@@ -16,6 +16,31 @@ pub fn data_files(table: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A Delta table in `table` of `files` data files (`groups` row groups of `rows` rows each, as
+/// `generate` writes them) whose version 0 adds the first `live` of them; returns every data
+/// file, relative to the table, in the order `data_files` gives.
+pub fn table_of_files(
+    table: &Path,
+    files: usize,
+    groups: usize,
+    rows: usize,
+    live: usize,
+) -> Vec<String> {
+    super::generate(table, files, groups, rows);
+    let pool = data_files(table);
+    let mut actions = vec![PROTOCOL.to_string(), metadata("", "")];
+    actions.extend(pool[..live].iter().map(|f| add(f)));
+    commit(table, 0, &actions);
+    pool
+}
+
+/// Runs `needle index-delta TABLE --column id --row-groups` and asserts that it succeeded.
+pub fn index_delta(table: &str) -> std::process::Output {
+    let o = super::needle(&["index-delta", table, "--column", "id", "--row-groups"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
 /// A protocol action readers of version 1 read.
 pub const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
 const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;
