@@ -10,7 +10,7 @@ thread. Medians per size and kind go to stdout as JSON.
 
 ``--after-scan`` scans the whole table with DuckDB before each query (then drops the page cache
 again), in this process (``same``) or in another one (``other``): what a lookup costs right after
-such a scan, as in ``run.py``, where the three methods take turns in one process.
+such a scan, as in ``run.py``, where the methods take turns in one process.
 
     bench/data-lake/cold_phases.py --data /work/bench-data --files 500,2000,5000 --queries 10
     bench/data-lake/cold_phases.py --data /work/bench-data --files 5000 --after-scan same

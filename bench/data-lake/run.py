@@ -7,9 +7,13 @@ values of a high-cardinality BIGINT column are looked up:
   (a) ``duckdb``: DuckDB scans every file with its own pruning (min/max statistics);
   (b) ``duckdb-bloom``: the same rows in files that carry Parquet Bloom filters, sized for the
       same false-positive rate as Needle's index, which DuckDB uses to skip row groups;
-  (c) ``needle+duckdb``: Needle's candidate files, then DuckDB reading only those.
+  (c) ``needle+duckdb``: Needle's candidate files, then DuckDB reading only those, through a
+      ``needle.ParquetTable`` opened once per table, as the DuckDB connection is (the index's
+      metadata is read once; each query reads its buckets and the candidate files);
+  (d) ``needle+duckdb-open``: the same through ``needle.duckdb_lookup``, which opens the index
+      for every query (shown for what opening costs; the targets use (c)).
 
-Each query is answered by the three in an order that rotates from query to query. Warm runs
+Each query is answered by the four in a random order. Warm runs
 repeat each query on a warm page cache; cold runs drop the cache before each query and method
 (root only). Index build time and size are compared with the bytes of Parquet's Bloom filters.
 Results: ``bench/results/data-lake/{queries.csv,summary.json}`` and a chart in ``docs/img``.
@@ -158,6 +162,7 @@ def main() -> None:
         plain = data / f"plain-{n}"
         bloom = data / f"bloom-{fpr:.2g}-{n}"
         total = n * args.rows
+        table = needle.ParquetTable(plain)
         methods = {
             "duckdb": lambda v, d=plain: con.execute(
                 f"SELECT * FROM read_parquet('{d}/*.parquet') WHERE key = ?", [v]
@@ -165,7 +170,8 @@ def main() -> None:
             "duckdb-bloom": lambda v, d=bloom: con.execute(
                 f"SELECT * FROM read_parquet('{d}/*.parquet') WHERE key = ?", [v]
             ).fetchall(),
-            "needle+duckdb": lambda v, d=plain: needle.duckdb_lookup(con, d, v).fetchall(),
+            "needle+duckdb": lambda v, t=table: t.duckdb_lookup(con, v).fetchall(),
+            "needle+duckdb-open": lambda v, d=plain: needle.duckdb_lookup(con, d, v).fetchall(),
         }
         for cache, count in (("warm", args.queries), ("cold", args.cold_queries if can_drop else 0)):
             for kind in ("present", "absent"):
@@ -173,12 +179,13 @@ def main() -> None:
                     i = rnd.randrange(total) if kind == "present" else total + rnd.randrange(10**9)
                     v = key_of(i)
                     results = {}
-                    # The order rotates from query to query: whatever one method leaves behind
-                    # (a scan of thousands of files slows the next query of the process, whatever
-                    # it is) falls on every method alike.
+                    # A random order for each query: whatever one method leaves behind (a scan
+                    # of thousands of files slows the next query of the process, whatever it
+                    # is) falls on every method alike. (A rotation would not do: it keeps each
+                    # method's predecessor.)
                     order = list(methods.items())
-                    k = q % len(order)
-                    for method, fn in order[k:] + order[:k]:
+                    rnd.shuffle(order)
+                    for method, fn in order:
                         if cache == "cold":
                             drop_caches()
                         elif q == 0:
@@ -192,6 +199,7 @@ def main() -> None:
                     if set(results.values()) != {expected}:
                         raise SystemExit(f"wrong answer for {v} ({kind}) in {n} files: {results}")
             log(f"  {n} files, {cache}: done")
+        table.close()
 
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "queries.csv", "w", newline="") as f:
@@ -279,6 +287,12 @@ def summarize(rows_out, builds, sizes, args):
             "rows_per_file": args.rows,
             "warm_queries": args.queries,
             "cold_queries": args.cold_queries,
+            "methods": {
+                "duckdb": "DuckDB over every file (min/max pruning)",
+                "duckdb-bloom": "DuckDB over every file, with Parquet Bloom filters",
+                "needle+duckdb": "needle.ParquetTable held open, DuckDB over the candidate files",
+                "needle+duckdb-open": "needle.duckdb_lookup: the index opened for each query",
+            },
         },
         "builds": [builds[n] for n in sizes],
         "medians": medians,
@@ -303,13 +317,14 @@ def plot(summary, path: Path) -> None:
     for row, cache in enumerate(caches):
         for col, kind in enumerate(("present", "absent")):
             ax = axes[row][col]
-            for method in ("duckdb", "duckdb-bloom", "needle+duckdb"):
+            for method in ("duckdb", "duckdb-bloom", "needle+duckdb", "needle+duckdb-open"):
+                style = ":" if method.endswith("-open") else "-"
                 pts = sorted(
                     (m["files"], m["median_ms"])
                     for m in med
                     if m["cache"] == cache and m["kind"] == kind and m["method"] == method
                 )
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=method)
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=method)
             ax.set_yscale("log")
             ax.set_xlabel("Parquet files")
             ax.set_ylabel("median latency (ms)")

@@ -11,16 +11,19 @@ Example::
     needle.index_parquet("lake/events", "user_id")          # builds lake/events/.needle-index
     needle.candidate_files("lake/events", 42)               # [Candidate(path=..., row_group=None)]
     needle.lookup("lake/events", 42)                        # pyarrow.Table of the rows
+    with needle.ParquetTable("lake/events") as events:       # the index held open, for many lookups
+        events.duckdb_lookup(duckdb.connect(), 42).fetchall()
 """
 
 from needle._common import Candidate
 from needle._native import NeedleError, PartitionIndex
 from needle.delta import delta_candidate_files, delta_lookup, index_delta, indexed_version
-from needle.parquet import candidate_files, duckdb_lookup, index_parquet, lookup
+from needle.parquet import ParquetTable, candidate_files, duckdb_lookup, index_parquet, lookup
 
 __all__ = [
     "Candidate",
     "NeedleError",
+    "ParquetTable",
     "PartitionIndex",
     "candidate_files",
     "delta_candidate_files",

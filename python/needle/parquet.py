@@ -90,29 +90,102 @@ def _schema(file: Path | None) -> pyarrow.Schema | None:
     return pq.read_schema(file) if file is not None else None
 
 
-class _Found:
-    """What one lookup learns from the index: the indexed column, the candidates, and, when
-    there are none, a file of the table to take the columns of the empty answer from."""
+class ParquetTable:
+    """A directory of Parquet files with its index held open, for many lookups.
 
-    def __init__(self, directory: Path, value: Any, index: PathLike | None) -> None:
-        index_dir = os.fspath(index_dir_of(directory, index))
-        info = parquet_index_info(index_dir)
+    The module's functions open the index for each call; an application that looks up values
+    one after the other keeps one ``ParquetTable`` instead, as it keeps its DuckDB connection,
+    and pays for reading the index's metadata once. It holds a snapshot of the index, without a
+    lock (an ``index_parquet`` run in another process is not blocked), and sees the index as of
+    its opening or its last :meth:`refresh`.
+
+    Example::
+
+        with needle.ParquetTable("lake/events") as events:
+            for user in users:
+                rows = events.duckdb_lookup(con, user).fetchall()
+    """
+
+    def __init__(self, directory: PathLike, *, index: PathLike | None = None) -> None:
+        self.directory = Path(directory)
+        self._index_dir = os.fspath(index_dir_of(directory, index))
+        self._ix: PartitionIndex | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Opens the index again, to see what was written to it since."""
+        info = parquet_index_info(self._index_dir)
+        ix = PartitionIndex.snapshot(self._index_dir)
+        self.close()
+        self._ix = ix
+        #: The indexed column.
         self.column: str = info["column"]
-        field = None
-        if is_temporal(value):
-            schema = _schema(first_parquet_file(directory))
-            field = schema.field(self.column) if schema is not None and self.column in schema.names else None
-        v = index_value(value, info["type"], field)
-        with PartitionIndex.open(index_dir, read_only=True) as ix:
-            ids = ix.candidates(v)
-            # A file the index knows costs no listing of the directory (thousands of entries),
-            # nor of the index's partitions.
-            known = None if ids else ix.any_partition()
-        self.candidates = sort_candidates([Candidate(directory / rel, rg) for rel, rg in map(split_partition_id, ids)])
-        self.table_file: Path | None = None
-        if not ids:
-            file = directory / split_partition_id(known)[0] if known is not None else None
-            self.table_file = file if file is not None and file.is_file() else first_parquet_file(directory)
+        self._kind: str = info["type"]
+        self._field: pyarrow.Field | None = None
+
+    def close(self) -> None:
+        """Releases the index; later lookups raise ``ValueError``."""
+        if self._ix is not None:
+            self._ix.close()
+            self._ix = None
+
+    def __enter__(self) -> ParquetTable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ParquetTable({os.fspath(self.directory)!r}, column={self.column!r})"
+
+    def _index(self) -> PartitionIndex:
+        if self._ix is None:
+            raise ValueError(f"the ParquetTable of {self.directory} is closed")
+        return self._ix
+
+    def _found(self, value: Any) -> tuple[list[Candidate], Path | None]:
+        """The candidates of ``value`` and, when there are none, a file of the table to take
+        the columns of the empty answer from."""
+        ix = self._index()
+        if is_temporal(value) and self._field is None:
+            schema = _schema(first_parquet_file(self.directory))
+            self._field = schema.field(self.column) if schema is not None and self.column in schema.names else None
+        ids = ix.candidates(index_value(value, self._kind, self._field))
+        candidates = sort_candidates([Candidate(self.directory / rel, rg) for rel, rg in map(split_partition_id, ids)])
+        if ids:
+            return candidates, None
+        # A file the index knows costs no listing of the directory (thousands of entries), nor
+        # of the index's partitions.
+        known = ix.any_partition()
+        file = self.directory / split_partition_id(known)[0] if known is not None else None
+        return candidates, file if file is not None and file.is_file() else first_parquet_file(self.directory)
+
+    def candidate_files(self, value: Any) -> list[Candidate]:
+        """See :func:`candidate_files`."""
+        return self._found(value)[0]
+
+    def lookup(self, value: Any, *, columns: Sequence[str] | None = None) -> pyarrow.Table:
+        """See :func:`lookup`."""
+        candidates, table_file = self._found(value)
+        parts = matching_rows(candidates, self.column, value, columns)
+        return concat(parts, None if parts else _schema(table_file), columns)
+
+    def duckdb_lookup(
+        self, connection: duckdb.DuckDBPyConnection, value: Any, *, select: str = "*"
+    ) -> duckdb.DuckDBPyRelation:
+        """See :func:`duckdb_lookup`."""
+        candidates, table_file = self._found(value)
+        files = sorted({str(c.path) for c in candidates})
+        where = f"{_sql_identifier(self.column)} = $value"
+        if not files:
+            # No candidate: an empty answer with the table's columns.
+            if table_file is None:
+                raise NeedleError(f"{self.directory} holds no Parquet files")
+            files = [str(table_file)]
+            where = "false AND " + where
+        file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
+        query = f"SELECT {select} FROM read_parquet({file_list}, union_by_name = true) WHERE {where}"
+        return connection.sql(query, params={"value": value})
 
 
 def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None = None) -> list[Candidate]:
@@ -122,7 +195,8 @@ def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None =
     positives). ``value`` is an ``int``, ``str`` or ``bytes`` as the column is, or a
     ``datetime.date``/``datetime``/``time`` for temporal columns.
     """
-    return _Found(Path(directory), value, index).candidates
+    with ParquetTable(directory, index=index) as table:
+        return table.candidate_files(value)
 
 
 def lookup(
@@ -135,9 +209,8 @@ def lookup(
     """The rows of ``directory`` whose indexed column equals ``value``, read from the candidate
     files (or row groups) alone, as one ``pyarrow.Table`` (empty, with the files' schema, when
     there are none)."""
-    found = _Found(Path(directory), value, index)
-    parts = matching_rows(found.candidates, found.column, value, columns)
-    return concat(parts, None if parts else _schema(found.table_file), columns)
+    with ParquetTable(directory, index=index) as table:
+        return table.lookup(value, columns=columns)
 
 
 def _sql_string(s: str) -> str:
@@ -158,16 +231,5 @@ def duckdb_lookup(
 ) -> duckdb.DuckDBPyRelation:
     """The point query ``SELECT <select> WHERE <column> = value`` run by DuckDB over the
     candidate files alone (DuckDB prunes row groups within them by their statistics)."""
-    directory = Path(directory)
-    found = _Found(directory, value, index)
-    files = sorted({str(c.path) for c in found.candidates})
-    where = f"{_sql_identifier(found.column)} = $value"
-    if not files:
-        # No candidate: an empty answer with the table's columns.
-        if found.table_file is None:
-            raise NeedleError(f"{directory} holds no Parquet files")
-        files = [str(found.table_file)]
-        where = "false AND " + where
-    file_list = "[" + ", ".join(_sql_string(f) for f in files) + "]"
-    query = f"SELECT {select} FROM read_parquet({file_list}, union_by_name = true) WHERE {where}"
-    return connection.sql(query, params={"value": value})
+    with ParquetTable(directory, index=index) as table:
+        return table.duckdb_lookup(connection, value, select=select)

@@ -73,6 +73,18 @@ def test_the_index_follows_every_kind_of_commit(tmp_path):
     assert needle.delta_candidate_files(table, 10**9) == []
 
 
+def test_lookups_answer_while_an_indexing_run_holds_the_index(tmp_path):
+    # A lookup reads a snapshot of the index without a lock; the commit the index does not
+    # cover yet is read whole.
+    rnd = random.Random(6)
+    table = tmp_path / "t"
+    write_deltalake(str(table), batch(rnd, 300))
+    needle.index_delta(table, "key")
+    write_deltalake(str(table), batch(rnd, 100, 3000, 4000), mode="append")
+    with needle.PartitionIndex.open(table / ".needle-index"):
+        check_versions(table, rnd, [0, 1], [5, 1500, 3500, 10**6])
+
+
 def test_an_overwrite_replaces_every_file(tmp_path):
 
     rnd = random.Random(8)

@@ -136,6 +136,46 @@ def test_files_added_and_removed_are_followed(tmp_path):
     )
 
 
+def test_a_held_table_answers_as_the_one_shot_functions_and_sees_the_index_as_of_its_refresh(tmp_path):
+    lake = tmp_path / "lake"
+    write_files(lake, pa.timestamp("us"), TYPES["timestamp"][1], files=5)
+    needle.index_parquet(lake, "key")
+    con = duckdb.connect()
+    every = pa.concat_tables(pq.read_table(p) for p in sorted(lake.glob("*.parquet")))["key"].to_pylist()
+    values = random.Random(5).sample(every, 15) + [dt.datetime(1999, 1, 1)]
+    with needle.ParquetTable(lake) as table:
+        assert table.column == "key"
+        for v in values:
+            assert table.candidate_files(v) == needle.candidate_files(lake, v)
+            assert sort_rows(table.lookup(v)) == sort_rows(needle.lookup(lake, v)) == sort_rows(full_scan(lake, v))
+            held, once = table.duckdb_lookup(con, v), needle.duckdb_lookup(con, lake, v)
+            assert sorted(held.fetchall()) == sorted(once.fetchall())
+        # A file indexed after the table was opened: seen after refresh(), not before.
+        late = dt.datetime(2030, 1, 1)
+        late_rows = pa.table({"key": pa.array([late], pa.timestamp("us")), "payload": ["late"]})
+        pq.write_table(late_rows, lake / "late.parquet")
+        needle.index_parquet(lake, "key")
+        assert table.candidate_files(late) == []
+        table.refresh()
+        assert [c.path.name for c in table.candidate_files(late)] == ["late.parquet"]
+        assert table.lookup(late)["payload"].to_pylist() == ["late"]
+    with pytest.raises(ValueError, match="closed"):
+        table.lookup(late)
+
+
+def test_lookups_answer_while_a_writer_holds_the_index(tmp_path):
+    # Readers take snapshots without a lock: a lookup during an indexing run answers.
+    lake = tmp_path / "lake"
+    write_files(lake, pa.int64(), lambda r: r.randrange(100_000), files=3)
+    needle.index_parquet(lake, "key")
+    value = pq.read_table(lake / "part-001.parquet")["key"][7].as_py()
+    with needle.PartitionIndex.open(lake / ".needle-index"):
+        assert "part-001.parquet" in {c.path.name for c in needle.candidate_files(lake, value)}
+        assert sort_rows(needle.lookup(lake, value)) == sort_rows(full_scan(lake, value))
+        with needle.ParquetTable(lake) as table:
+            assert sort_rows(table.lookup(value)) == sort_rows(full_scan(lake, value))
+
+
 def test_an_empty_answer_has_the_columns_even_when_the_indexed_files_are_gone(tmp_path):
     # The columns of an empty answer come from a file the index knows; when that file was
     # deleted after indexing (the index lags), from any file of the directory.

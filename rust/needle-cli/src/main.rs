@@ -255,13 +255,13 @@ fn open_ro(index: &PathBuf) -> Result<Index, String> {
 fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>, String> {
     values
         .iter()
-        .map(|s| ValueType::from(ty).parse(s))
+        .map(|s| ValueType::from(ty).parse(s).map_err(String::from))
         .collect()
 }
 
 /// Runs an indexing pass with a progress bar over its files.
 fn with_progress<T>(
-    job: impl FnOnce(&mut dyn FnMut(usize, usize, &str)) -> Result<T, String>,
+    job: impl FnOnce(&mut dyn FnMut(usize, usize, &str)) -> needle_lake::Result<T>,
 ) -> Result<T, String> {
     let mut pb: Option<ProgressBar> = None;
     let r = job(&mut |done, total, name| {
@@ -272,7 +272,7 @@ fn with_progress<T>(
     if let Some(p) = pb {
         p.finish_and_clear();
     }
-    r
+    Ok(r?)
 }
 
 fn describe(r: &pq::IndexReport) -> String {

@@ -94,14 +94,12 @@ impl DeltaTable {
         }
         let snap = Arc::new(DeltaSnapshot::load(&self.root, Some(v)).map_err(|e| {
             // A version past the latest is not there; one whose log was cleaned up is gone.
-            let status = if e.contains("has no version") {
-                404
-            } else if e.contains("can no longer be read") {
-                410
-            } else {
-                500
+            let status = match e {
+                needle_lake::Error::NoSuchVersion { .. } => 404,
+                needle_lake::Error::VersionGone { .. } => 410,
+                _ => 500,
             };
-            Failure(status, e)
+            Failure(status, e.to_string())
         })?);
         let mut others = self.others.lock().unwrap();
         if others.len() == KEPT_VERSIONS {
@@ -530,7 +528,7 @@ impl Service {
             Some(t) => delta::lookup_in(t, meta, &snap.index, &snap.covered, &v),
             None => pq::lookup_in(dir, meta, &snap.index, &v),
         }
-        .map_err(|e| Failure(500, e))?;
+        .map_err(|e| Failure(500, e.to_string()))?;
         self.count(1, r.candidates.len());
         let rows: Vec<Json> = r
             .rows

@@ -5,6 +5,7 @@
 //! integers of every width, dates, times and timestamps as their stored integer (unsigned
 //! values keep their bits), strings as UTF-8 bytes, binary as its bytes; nulls are skipped.
 
+use crate::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrowPrimitiveType};
@@ -25,10 +26,12 @@ pub fn column_hashes(
     root_index: usize,
     column: &str,
     row_group: Option<usize>,
-) -> Result<Vec<u64>, String> {
-    let read_err =
-        |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", path.display());
-    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+) -> Result<Vec<u64>> {
+    let read_err = |e: parquet::errors::ParquetError| {
+        Error::Other(format!("cannot read {}: {e}", path.display()))
+    };
+    let file = File::open(path)
+        .map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))?;
     // The Parquet schema alone decides the Arrow types (not a writer's stored Arrow schema,
     // which could turn a column into a dictionary or a view type).
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
@@ -41,9 +44,11 @@ pub fn column_hashes(
     }
     let mut out = Vec::new();
     for batch in builder.build().map_err(read_err)? {
-        let batch = batch.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        hash_array(batch.column(0).as_ref(), &mut out)
-            .map_err(|why| format!("column {column:?} of {}: {why}", path.display()))?;
+        let batch =
+            batch.map_err(|e| Error::Other(format!("cannot read {}: {e}", path.display())))?;
+        hash_array(batch.column(0).as_ref(), &mut out).map_err(|why| {
+            Error::Other(format!("column {column:?} of {}: {why}", path.display()))
+        })?;
     }
     Ok(out)
 }
@@ -61,7 +66,7 @@ fn ints<T: ArrowPrimitiveType>(
     );
 }
 
-fn hash_array(a: &dyn Array, out: &mut Vec<u64>) -> Result<(), String> {
+fn hash_array(a: &dyn Array, out: &mut Vec<u64>) -> Result<()> {
     match a.data_type() {
         DataType::Int8 => ints::<Int8Type>(a, out, i64::from),
         DataType::Int16 => ints::<Int16Type>(a, out, i64::from),
@@ -93,9 +98,9 @@ fn hash_array(a: &dyn Array, out: &mut Vec<u64>) -> Result<(), String> {
             out.extend(a.as_fixed_size_binary().iter().flatten().map(hash_bytes))
         }
         other => {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "values of Arrow type {other} are not indexed (strings, binary and integers are)"
-            ))
+            )))
         }
     }
     Ok(())

@@ -7,6 +7,7 @@
 //! files (or their row groups), by their path relative to the table.
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, ParquetMeta};
+use crate::{Error, Result};
 use arrow_schema::Schema as ArrowSchema;
 use delta_kernel::engine::arrow_conversion::TryFromKernel;
 use delta_kernel::object_store::local::LocalFileSystem;
@@ -56,12 +57,12 @@ impl DeltaSnapshot {
     /// Errors name what failed: not a Delta table, a version that does not exist or whose log
     /// was cleaned up, an unreadable commit or checkpoint, a table feature the kernel does not
     /// read, what Needle does not read (column mapping), a data file outside the table's folder.
-    pub fn load(root: &Path, version: Option<u64>) -> Result<DeltaSnapshot, String> {
+    pub fn load(root: &Path, version: Option<u64>) -> Result<DeltaSnapshot> {
         let table = root.display();
         if !root.join("_delta_log").is_dir() {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "{table} is not a Delta table (no _delta_log folder)"
-            ));
+            )));
         }
         let url = table_url(root)?;
         let engine = engine();
@@ -74,9 +75,9 @@ impl DeltaSnapshot {
             .map_err(|e| explain_load_error(root, &url, version, e))?;
         let config = snapshot.table_configuration();
         if config.column_mapping_mode() != ColumnMappingMode::None {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "{table} uses column mapping, which this version does not read"
-            ));
+            )));
         }
         let partition_columns = config.logical_partition_columns().to_vec();
         let schema = snapshot.schema();
@@ -97,7 +98,7 @@ impl DeltaSnapshot {
         }
         let dir = url
             .to_file_path()
-            .map_err(|()| format!("{url} is not a local folder"))?;
+            .map_err(|()| Error::Other(format!("{url} is not a local folder")))?;
         let mut files = BTreeMap::new();
         let mut deletion_vectors = BTreeMap::new();
         for f in found {
@@ -123,18 +124,18 @@ impl DeltaSnapshot {
 
     /// The table's schema as Arrow types, by the kernel's own mapping of Delta types (the one
     /// its readers use: `timestamp` is microseconds in UTC, `timestamp_ntz` without a zone).
-    pub fn arrow_schema(&self) -> Result<ArrowSchema, String> {
+    pub fn arrow_schema(&self) -> Result<ArrowSchema> {
         ArrowSchema::try_from_kernel(self.schema.as_ref()).map_err(|e| {
-            format!(
+            Error::Other(format!(
                 "{}: the table's schema has no Arrow form: {e}",
                 self.root.display()
-            )
+            ))
         })
     }
 
     /// The rows (0-based positions in the file) that the deletion vector of the live file
     /// `file` hides, sorted; none for a file without one.
-    pub fn deleted_rows(&self, file: &str) -> Result<Vec<u64>, String> {
+    pub fn deleted_rows(&self, file: &str) -> Result<Vec<u64>> {
         let Some(dv) = self.deletion_vectors.get(file) else {
             return Ok(Vec::new());
         };
@@ -142,11 +143,11 @@ impl DeltaSnapshot {
         let mut rows = dv
             .get_row_indexes(engine(), &url)
             .map_err(|e| {
-                format!(
+                Error::Other(format!(
                     "cannot read the deletion vector of {file} in version {} of {}: {e}",
                     self.version,
                     self.root.display()
-                )
+                ))
             })?
             .unwrap_or_default();
         rows.sort_unstable();
@@ -154,7 +155,7 @@ impl DeltaSnapshot {
     }
 
     /// `r` without the rows deletion vectors hide (each vector read once).
-    fn without_deleted(&self, mut r: LookupResult) -> Result<LookupResult, String> {
+    fn without_deleted(&self, mut r: LookupResult) -> Result<LookupResult> {
         let mut hidden: HashMap<String, HashSet<u64>> = HashMap::new();
         for row in &r.rows {
             if self.deletion_vectors.contains_key(&row.file) && !hidden.contains_key(&row.file) {
@@ -168,12 +169,12 @@ impl DeltaSnapshot {
     }
 
     /// Refuses to index a partition column: Delta's own partition pruning finds its files.
-    pub fn check_column(&self, column: &str) -> Result<(), String> {
+    pub fn check_column(&self, column: &str) -> Result<()> {
         if self.partition_columns.iter().any(|c| c == column) {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "{column:?} is a partition column of {}: Delta's own partition pruning finds its files",
                 self.root.display()
-            ));
+            )));
         }
         Ok(())
     }
@@ -199,7 +200,7 @@ pub fn index_delta(
     root: &Path,
     o: &IndexParquetOptions,
     progress: impl FnMut(usize, usize, &str),
-) -> Result<(u64, IndexReport), String> {
+) -> Result<(u64, IndexReport)> {
     let snap = DeltaSnapshot::load(root, None)?;
     snap.check_column(&o.column)?;
     let report = pq::index_files(root, &snap.paths(), o, progress)?;
@@ -208,41 +209,31 @@ pub fn index_delta(
     let done = dir.join(VERSION_FILE);
     std::fs::write(&tmp, format!("{}\n", snap.version))
         .and_then(|()| std::fs::rename(&tmp, &done))
-        .map_err(|e| format!("cannot write {}: {e}", done.display()))?;
+        .map_err(|e| Error::Other(format!("cannot write {}: {e}", done.display())))?;
     Ok((snap.version, report))
 }
 
 /// The table version the index in `index_dir` covers, or None if it was never brought up to one.
-pub fn indexed_version(index_dir: &Path) -> Result<Option<u64>, String> {
+pub fn indexed_version(index_dir: &Path) -> Result<Option<u64>> {
     let p = index_dir.join(VERSION_FILE);
     match std::fs::read_to_string(&p) {
         Ok(s) => s
             .trim()
             .parse()
             .map(Some)
-            .map_err(|_| format!("{} is damaged: {s:?}", p.display())),
+            .map_err(|_| Error::Other(format!("{} is damaged: {s:?}", p.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", p.display())),
+        Err(e) => Err(Error::Other(format!("cannot read {}: {e}", p.display()))),
     }
 }
 
 /// The partition ids (files, or row groups of files) of `snap` that may hold `value`: the
 /// index's candidates among the files live in `snap`, plus every live file the index does not
 /// hold (written after its last run, or dropped from it since), whole. Sorted.
-pub fn candidates(
-    snap: &DeltaSnapshot,
-    index_dir: &Path,
-    value: &Value,
-) -> Result<Vec<String>, String> {
-    let ix = Index::open(
-        index_dir,
-        Options {
-            read_only: true,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let ids = ix.query(value).map_err(|e| e.to_string())?;
+pub fn candidates(snap: &DeltaSnapshot, index_dir: &Path, value: &Value) -> Result<Vec<String>> {
+    // A snapshot takes no lock: a lookup during an indexing run answers instead of failing.
+    let ix = Index::open_snapshot(index_dir, Options::default())?;
+    let ids = ix.query(value)?;
     let covered = covered_files(&ix);
     drop(ix);
     Ok(candidates_among(snap, &covered, ids))
@@ -290,7 +281,7 @@ pub fn lookup(
     version: Option<u64>,
     index: Option<&Path>,
     value: &str,
-) -> Result<LookupResult, String> {
+) -> Result<LookupResult> {
     let index_dir = index_dir_of(root, index);
     let meta = ParquetMeta::load(&index_dir)?;
     let snap = DeltaSnapshot::load(root, version)?;
@@ -308,8 +299,8 @@ pub fn lookup_in(
     ix: &Index,
     covered: &HashSet<String>,
     value: &Value,
-) -> Result<LookupResult, String> {
-    let ids = ix.query(value).map_err(|e| e.to_string())?;
+) -> Result<LookupResult> {
+    let ids = ix.query(value)?;
     snap.without_deleted(pq::read_rows(
         &snap.root,
         meta,
@@ -328,55 +319,59 @@ fn engine() -> &'static dyn Engine {
 
 /// The table's folder as the `file://` URL of a directory (the form the kernel resolves the
 /// log's relative paths against).
-fn table_url(root: &Path) -> Result<Url, String> {
+fn table_url(root: &Path) -> Result<Url> {
     let abs = std::path::absolute(root)
-        .map_err(|e| format!("cannot resolve the path {}: {e}", root.display()))?;
+        .map_err(|e| Error::Other(format!("cannot resolve the path {}: {e}", root.display())))?;
     Url::from_directory_path(&abs)
-        .map_err(|()| format!("{} cannot be written as a file URL", abs.display()))
+        .map_err(|()| Error::Other(format!("{} cannot be written as a file URL", abs.display())))
 }
 
 /// A data file's path as the log writes it (a URI, relative to the table and percent-encoded,
 /// or absolute) as a path relative to the table's folder (`url` as a URL, `dir` as a path); a
 /// file outside it is refused.
-fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<String, String> {
+fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<String> {
     let outside = || {
-        format!(
+        Error::Other(format!(
             "{} holds a file outside its folder ({log_path}), which this version does not read",
             root.display()
-        )
+        ))
     };
     let file = url.join(log_path).map_err(|_| outside())?;
     let file = file.to_file_path().map_err(|()| outside())?;
     let rel = file.strip_prefix(dir).map_err(|_| outside())?;
-    rel.to_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("the data file path {log_path:?} is not UTF-8 once decoded"))
+    rel.to_str().map(str::to_string).ok_or_else(|| {
+        Error::Other(format!(
+            "the data file path {log_path:?} is not UTF-8 once decoded"
+        ))
+    })
 }
 
 /// The kernel's error for a snapshot that could not be built, with what a user needs first:
-/// a version past the latest, or one whose log was cleaned up.
+/// a version past the latest ([`Error::NoSuchVersion`]), or one whose log was cleaned up
+/// ([`Error::VersionGone`]).
 fn explain_load_error(
     root: &Path,
     url: &Url,
     version: Option<u64>,
     e: delta_kernel::KernelError,
-) -> String {
+) -> Error {
     let table = root.display();
     let Some(v) = version else {
-        return with_bad_json(root, format!("cannot read {table}: {e}"));
+        return with_bad_json(root, format!("cannot read {table}: {e}")).into();
     };
-    let message = match Snapshot::builder_for(url.as_str()).build(engine()) {
-        Ok(latest) if v > latest.version() => format!(
-            "{table} has no version {v}; the latest is {}",
-            latest.version()
-        ),
-        Ok(_) => format!(
-            "version {v} of {table} can no longer be read (log retention may have removed the \
-             commits and checkpoints it is rebuilt from): {e}"
-        ),
-        Err(_) => format!("cannot read version {v} of {table}: {e}"),
-    };
-    with_bad_json(root, message)
+    match Snapshot::builder_for(url.as_str()).build(engine()) {
+        Ok(latest) if v > latest.version() => Error::NoSuchVersion {
+            table: root.to_path_buf(),
+            version: v,
+            latest: latest.version(),
+        },
+        Ok(_) => Error::VersionGone {
+            table: root.to_path_buf(),
+            version: v,
+            detail: e.to_string(),
+        },
+        Err(_) => with_bad_json(root, format!("cannot read version {v} of {table}: {e}")).into(),
+    }
 }
 
 /// `message`, followed by the first line of a commit in `_delta_log` that is not JSON, if

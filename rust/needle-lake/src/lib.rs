@@ -3,7 +3,10 @@
 
 pub mod columns;
 pub mod delta;
+mod error;
 pub mod pq;
+
+pub use error::{Error, Result};
 
 use needle_index::Value;
 
@@ -20,14 +23,14 @@ pub enum ValueType {
 
 impl ValueType {
     /// Parses `s` as a value of this type.
-    pub fn parse(self, s: &str) -> Result<Value, String> {
+    pub fn parse(self, s: &str) -> Result<Value> {
         match self {
             ValueType::String => Ok(Value::Str(s.to_string())),
             ValueType::Int => s
                 .trim()
                 .parse::<i64>()
                 .map(Value::Int)
-                .map_err(|e| format!("{s:?} is not a 64-bit integer: {e}")),
+                .map_err(|e| Error::Other(format!("{s:?} is not a 64-bit integer: {e}"))),
             ValueType::Hex => parse_hex(s.trim()).map(Value::Bytes),
         }
     }
@@ -52,9 +55,11 @@ impl ValueType {
     }
 }
 
-fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+fn parse_hex(s: &str) -> Result<Vec<u8>> {
     if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("{s:?} is not an even-length hexadecimal string"));
+        return Err(Error::Other(format!(
+            "{s:?} is not an even-length hexadecimal string"
+        )));
     }
     Ok((0..s.len())
         .step_by(2)

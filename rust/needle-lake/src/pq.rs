@@ -1,6 +1,7 @@
 //! Indexing a directory of Parquet files on one column, and lookups that read the matching rows.
 
 use crate::ValueType;
+use crate::{Error, Result};
 use needle_index::{Config, Index, Options, Value};
 use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as PhysicalType};
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -28,7 +29,7 @@ pub struct ParquetMeta {
 }
 
 impl ParquetMeta {
-    fn store(&self, index_dir: &Path) -> Result<(), String> {
+    fn store(&self, index_dir: &Path) -> Result<()> {
         let text = format!(
             "column={}\ntype={}\ngranularity={}\n",
             self.column,
@@ -36,18 +37,19 @@ impl ParquetMeta {
             if self.row_groups { "row-group" } else { "file" }
         );
         let p = index_dir.join(META_FILE);
-        std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
+        std::fs::write(&p, text)
+            .map_err(|e| Error::Other(format!("cannot write {}: {e}", p.display())))
     }
 
     /// Reads the description stored by [`index_dir`].
-    pub fn load(index_dir: &Path) -> Result<ParquetMeta, String> {
+    pub fn load(index_dir: &Path) -> Result<ParquetMeta> {
         let p = index_dir.join(META_FILE);
         let text = std::fs::read_to_string(&p).map_err(|e| {
-            format!(
+            Error::Other(format!(
                 "{} is not a Parquet index ({}: {e})",
                 index_dir.display(),
                 p.display()
-            )
+            ))
         })?;
         let mut kv = BTreeMap::new();
         for line in text.lines() {
@@ -55,7 +57,7 @@ impl ParquetMeta {
                 kv.insert(k.to_string(), v.to_string());
             }
         }
-        let bad = || format!("{} is damaged", p.display());
+        let bad = || Error::Other(format!("{} is damaged", p.display()));
         Ok(ParquetMeta {
             column: kv.get("column").ok_or_else(bad)?.clone(),
             kind: ValueType::from_name(kv.get("type").ok_or_else(bad)?).ok_or_else(bad)?,
@@ -65,14 +67,15 @@ impl ParquetMeta {
 }
 
 /// Every `*.parquet` file under `dir` (recursively, skipping hidden directories), sorted.
-pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let rd = std::fs::read_dir(&d)
-            .map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
+            .map_err(|e| Error::Other(format!("cannot read directory {}: {e}", d.display())))?;
         for e in rd {
-            let e = e.map_err(|e| format!("cannot read directory {}: {e}", d.display()))?;
+            let e =
+                e.map_err(|e| Error::Other(format!("cannot read directory {}: {e}", d.display())))?;
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
@@ -89,10 +92,15 @@ pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn open_reader(path: &Path) -> Result<SerializedFileReader<File>, String> {
-    let f = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    SerializedFileReader::new(f)
-        .map_err(|e| format!("{} is not a readable Parquet file: {e}", path.display()))
+fn open_reader(path: &Path) -> Result<SerializedFileReader<File>> {
+    let f = File::open(path)
+        .map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))?;
+    SerializedFileReader::new(f).map_err(|e| {
+        Error::Other(format!(
+            "{} is not a readable Parquet file: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// The top-level field `column` of a file's schema and its value type.
@@ -100,7 +108,7 @@ fn column_of(
     reader: &SerializedFileReader<File>,
     path: &Path,
     column: &str,
-) -> Result<(TypePtr, ValueType), String> {
+) -> Result<(TypePtr, ValueType)> {
     let root = reader
         .metadata()
         .file_metadata()
@@ -120,12 +128,12 @@ fn column_of(
             )
         })?;
     let kind = value_type(&field)
-        .map_err(|why| format!("column {column:?} of {}: {why}", path.display()))?;
+        .map_err(|why| Error::Other(format!("column {column:?} of {}: {why}", path.display())))?;
     Ok((field, kind))
 }
 
 /// The value type a column is indexed as, or why it cannot be.
-fn value_type(field: &Type) -> Result<ValueType, String> {
+fn value_type(field: &Type) -> Result<ValueType> {
     if !field.is_primitive() {
         return Err("nested columns are not supported".into());
     }
@@ -168,15 +176,15 @@ fn value_type(field: &Type) -> Result<ValueType, String> {
             }
             Ok(ValueType::Int)
         }
-        t => Err(format!(
+        t => Err(Error::Other(format!(
             "type {t} is not supported (supported: strings, binary, integers)"
-        )),
+        ))),
     }
 }
 
 /// The indexable value of a field: `None` for null, an error for a kind of value the index
 /// does not take (never dropped silently).
-pub fn field_value(f: &Field) -> Result<Option<Value>, String> {
+pub fn field_value(f: &Field) -> Result<Option<Value>> {
     Ok(Some(match f {
         Field::Null => return Ok(None),
         Field::Str(s) => Value::Str(s.clone()),
@@ -195,14 +203,14 @@ pub fn field_value(f: &Field) -> Result<Option<Value>, String> {
             Value::Int(*v)
         }
         other => {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "a value {other} of a kind the index does not take (strings, binary and integers)"
-            ))
+            )))
         }
     }))
 }
 
-fn column_value(row: &Row, column: &str) -> Result<Option<Value>, String> {
+fn column_value(row: &Row, column: &str) -> Result<Option<Value>> {
     match row.get_column_iter().find(|(n, _)| n.as_str() == column) {
         Some((_, f)) => field_value(f),
         None => Ok(None),
@@ -283,7 +291,7 @@ pub fn index_dir(
     dir: &Path,
     o: &IndexParquetOptions,
     progress: impl FnMut(usize, usize, &str),
-) -> Result<IndexReport, String> {
+) -> Result<IndexReport> {
     index_files(dir, &parquet_files(dir)?, o, progress)
 }
 
@@ -296,7 +304,7 @@ pub fn index_files(
     files: &[PathBuf],
     o: &IndexParquetOptions,
     progress: impl FnMut(usize, usize, &str),
-) -> Result<IndexReport, String> {
+) -> Result<IndexReport> {
     index_files_with(dir, files, o, Options::default(), progress)
 }
 
@@ -307,7 +315,7 @@ fn index_files_with(
     o: &IndexParquetOptions,
     index_options: Options,
     mut progress: impl FnMut(usize, usize, &str),
-) -> Result<IndexReport, String> {
+) -> Result<IndexReport> {
     let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     // Check the column in every file first: a bad file fails the run before anything is written.
     // Readers are not kept open between the passes: a directory may hold more files than
@@ -325,13 +333,13 @@ fn index_files_with(
         }
         if let Some(prev) = kind {
             if prev != k {
-                return Err(format!(
+                return Err(Error::Other(format!(
                     "column {:?} is {} in some files and {} in {}",
                     o.column,
                     prev.name(),
                     k.name(),
                     f.display()
-                ));
+                )));
             }
         }
         kind = Some(k);
@@ -346,15 +354,15 @@ fn index_files_with(
     let ix = if !created {
         let old = ParquetMeta::load(&index_path)?;
         if old != meta {
-            return Err(format!(
+            return Err(Error::Other(format!(
                 "{} indexes {:?} ({}), not {:?}; use another --index",
                 index_path.display(),
                 old.column,
                 old.kind.name(),
                 o.column
-            ));
+            )));
         }
-        Index::open(&index_path, index_options).map_err(|e| e.to_string())?
+        Index::open(&index_path, index_options)?
     } else {
         let buckets = match o.buckets {
             Some(b) => b,
@@ -371,8 +379,7 @@ fn index_files_with(
                 fingerprint_bits: o.fingerprint_bits,
             },
             index_options,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         meta.store(&index_path)?;
         ix
     };
@@ -416,16 +423,16 @@ fn index_files_with(
             }
             let hashes = crate::columns::column_hashes(f, root_index, &o.column, g)?;
             report.values += hashes.len() as u64;
-            ix.append_hashes(&id, &hashes).map_err(|e| e.to_string())?;
+            ix.append_hashes(&id, &hashes)?;
             report.added += 1;
         }
         progress(n + 1, files.len(), &rel);
     }
     for id in removal_order(existing.difference(&present).cloned().collect()) {
-        ix.remove_partition(&id).map_err(|e| e.to_string())?;
+        ix.remove_partition(&id)?;
         report.removed += 1;
     }
-    ix.flush().map_err(|e| e.to_string())?;
+    ix.flush()?;
     // A query reads two buckets per segment: a first build, which flushes a segment per 64 MiB
     // of filters, ends merged into one. Later runs merge only once segments pile up, so that
     // adding a few files does not rewrite the whole index.
@@ -433,8 +440,7 @@ fn index_files_with(
         ix.merge()
     } else {
         ix.maybe_merge(8)
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     Ok(report)
 }
 
@@ -460,21 +466,15 @@ pub struct LookupResult {
 
 /// Finds the candidate files of `value` (text, parsed as the indexed column's type) and
 /// reads the matching rows from them.
-pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupResult, String> {
+pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupResult> {
     let index_path = index
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     let meta = ParquetMeta::load(&index_path)?;
     let v = meta.kind.parse(value)?;
-    let ix = Index::open(
-        &index_path,
-        Options {
-            read_only: true,
-            ..Options::default()
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let candidates = ix.query(&v).map_err(|e| e.to_string())?;
+    // A snapshot takes no lock: a lookup during an indexing run answers instead of failing.
+    let ix = Index::open_snapshot(&index_path, Options::default())?;
+    let candidates = ix.query(&v)?;
     drop(ix);
     read_rows(dir, &meta, &v, candidates)
 }
@@ -486,8 +486,8 @@ pub fn lookup_in(
     meta: &ParquetMeta,
     ix: &Index,
     value: &Value,
-) -> Result<LookupResult, String> {
-    let candidates = ix.query(value).map_err(|e| e.to_string())?;
+) -> Result<LookupResult> {
+    let candidates = ix.query(value)?;
     read_rows(dir, meta, value, candidates)
 }
 
@@ -497,7 +497,7 @@ pub(crate) fn read_rows(
     meta: &ParquetMeta,
     v: &Value,
     candidates: Vec<String>,
-) -> Result<LookupResult, String> {
+) -> Result<LookupResult> {
     // Group row groups of one file so each file is opened once.
     let mut by_file: BTreeMap<&str, Vec<Option<usize>>> = BTreeMap::new();
     for id in &candidates {
@@ -508,8 +508,9 @@ pub(crate) fn read_rows(
     for (file, groups) in by_file {
         let path = dir.join(file);
         let r = open_reader(&path)?;
-        let read_err =
-            |e: parquet::errors::ParquetError| format!("cannot read {}: {e}", path.display());
+        let read_err = |e: parquet::errors::ParquetError| {
+            Error::Other(format!("cannot read {}: {e}", path.display()))
+        };
         let md = r.metadata();
         // First row number of every row group.
         let mut starts = vec![0u64];
@@ -518,11 +519,15 @@ pub(crate) fn read_rows(
         }
         let mut scan = |it: &mut dyn Iterator<Item = parquet::errors::Result<Row>>,
                         first: u64|
-         -> Result<(), String> {
+         -> Result<()> {
             for (i, row) in it.enumerate() {
                 let row = row.map_err(read_err)?;
                 let value = column_value(&row, &meta.column).map_err(|why| {
-                    format!("column {:?} of {}: {why}", meta.column, path.display())
+                    Error::Other(format!(
+                        "column {:?} of {}: {why}",
+                        meta.column,
+                        path.display()
+                    ))
                 })?;
                 if value.as_ref() == Some(v) {
                     rows.push(FoundRow {
@@ -617,5 +622,23 @@ mod tests {
                 .unwrap()
                 .contains(&file.to_string()));
         }
+    }
+
+    #[test]
+    fn a_lookup_answers_while_a_writer_holds_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        write_file(&dir.path().join("f0.parquet"), 0..100);
+        let o = IndexParquetOptions {
+            column: "k".into(),
+            row_groups: false,
+            buckets: Some(64),
+            fingerprint_bits: 16,
+            index: None,
+        };
+        let files = parquet_files(dir.path()).unwrap();
+        index_files_with(dir.path(), &files, &o, Options::default(), |_, _, _| {}).unwrap();
+        let _writer = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
+        let found = lookup(dir.path(), None, "42").expect("a lookup takes no lock");
+        assert_eq!(found.rows.len(), 1);
     }
 }

@@ -131,6 +131,21 @@ impl PartitionIndex {
         })
     }
 
+    /// Opens a snapshot of the index in `path` for queries alone: no lock, so a writer in
+    /// another process (an `index_parquet` run) is never blocked, and the snapshot sees the
+    /// index as of this call; open another to see later writes.
+    #[staticmethod]
+    fn snapshot(py: Python<'_>, path: PathBuf) -> PyResult<PartitionIndex> {
+        let p = path.clone();
+        let ix = py
+            .detach(|| Index::open_snapshot(&p, Options::default()))
+            .map_err(err)?;
+        Ok(PartitionIndex {
+            inner: Some(ix),
+            path,
+        })
+    }
+
     /// The index's directory.
     #[getter]
     fn path(&self) -> PathBuf {
@@ -292,7 +307,7 @@ fn index_parquet<'py>(
 fn with_progress<T: Send>(
     py: Python<'_>,
     progress: Option<Py<PyAny>>,
-    job: impl Send + FnOnce(&mut dyn FnMut(usize, usize, &str)) -> Result<T, String>,
+    job: impl Send + FnOnce(&mut dyn FnMut(usize, usize, &str)) -> needle_lake::Result<T>,
 ) -> PyResult<T> {
     let mut callback_error: Option<PyErr> = None;
     let result = py.detach(|| {
