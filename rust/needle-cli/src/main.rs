@@ -1,5 +1,6 @@
 //! `needle`: build, maintain and query partition indexes; index Parquet directories.
 
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use needle_index::{Config, Index, Options, Value};
@@ -194,9 +195,9 @@ struct IndexArgs {
 }
 
 impl IndexArgs {
-    fn options(self) -> Result<IndexParquetOptions, String> {
+    fn options(self) -> Result<IndexParquetOptions> {
         if !matches!(self.fingerprint_bits, 8 | 16 | 32) {
-            return Err("--fingerprint-bits must be 8, 16 or 32".into());
+            bail!("--fingerprint-bits must be 8, 16 or 32");
         }
         Ok(IndexParquetOptions {
             column: self.column,
@@ -226,43 +227,42 @@ fn bar(len: u64, msg: &str) -> ProgressBar {
     pb
 }
 
-fn open_with(index: &PathBuf, read_only: bool) -> Result<Index, String> {
+fn open_with(index: &PathBuf, read_only: bool) -> Result<Index> {
     if !index.join("MANIFEST").exists() {
-        return Err(format!(
+        bail!(
             "{} is not an index (no MANIFEST); create one with `needle create`",
             index.display()
-        ));
+        );
     }
-    Index::open(
+    Ok(Index::open(
         index,
         Options {
             read_only,
             ..Options::default()
         },
-    )
-    .map_err(|e| e.to_string())
+    )?)
 }
 
-fn open(index: &PathBuf) -> Result<Index, String> {
+fn open(index: &PathBuf) -> Result<Index> {
     open_with(index, false)
 }
 
 /// Queries take a shared lock, so several can run at once.
-fn open_ro(index: &PathBuf) -> Result<Index, String> {
+fn open_ro(index: &PathBuf) -> Result<Index> {
     open_with(index, true)
 }
 
-fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>, String> {
+fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>> {
     values
         .iter()
-        .map(|s| ValueType::from(ty).parse(s).map_err(String::from))
+        .map(|s| Ok(ValueType::from(ty).parse(s)?))
         .collect()
 }
 
 /// Runs an indexing pass with a progress bar over its files.
 fn with_progress<T>(
     job: impl FnOnce(&mut dyn FnMut(usize, usize, &str)) -> needle_lake::Result<T>,
-) -> Result<T, String> {
+) -> Result<T> {
     let mut pb: Option<ProgressBar> = None;
     let r = job(&mut |done, total, name| {
         let p = pb.get_or_insert_with(|| bar(total as u64, "indexing"));
@@ -282,7 +282,7 @@ fn describe(r: &pq::IndexReport) -> String {
     )
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Create {
             index,
@@ -296,8 +296,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     fingerprint_bits,
                 },
                 Options::default(),
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             println!(
                 "created {} ({buckets} buckets, {fingerprint_bits}-bit fingerprints)",
                 index.display()
@@ -313,34 +312,33 @@ fn run(cli: Cli) -> Result<(), String> {
             let reader: Box<dyn BufRead> = match &file {
                 Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufReader::new(
                     std::fs::File::open(p)
-                        .map_err(|e| format!("cannot open {}: {e}", p.display()))?,
+                        .with_context(|| format!("cannot open {}", p.display()))?,
                 )),
                 _ => Box::new(std::io::stdin().lock()),
             };
             let pb = spinner("reading values");
             let mut hashes = Vec::new();
             for (n, line) in reader.lines().enumerate() {
-                let line = line.map_err(|e| format!("cannot read input: {e}"))?;
+                let line = line.context("cannot read input")?;
                 let line = line.strip_suffix('\r').unwrap_or(&line);
                 let v = ValueType::from(ty)
                     .parse(line)
-                    .map_err(|e| format!("line {}: {e}", n + 1))?;
+                    .with_context(|| format!("line {}", n + 1))?;
                 hashes.push(v.hash());
                 if n % 65536 == 0 {
                     pb.set_position(n as u64);
                 }
             }
             pb.finish_and_clear();
-            ix.append_hashes(&partition, &hashes)
-                .map_err(|e| e.to_string())?;
-            ix.flush().map_err(|e| e.to_string())?;
-            ix.maybe_merge(8).map_err(|e| e.to_string())?;
+            ix.append_hashes(&partition, &hashes)?;
+            ix.flush()?;
+            ix.maybe_merge(8)?;
             println!("added partition {partition:?} with {} values", hashes.len());
         }
         Cmd::RemovePartition { index, partition } => {
             let ix = open(&index)?;
-            ix.remove_partition(&partition).map_err(|e| e.to_string())?;
-            ix.flush().map_err(|e| e.to_string())?;
+            ix.remove_partition(&partition)?;
+            ix.flush()?;
             println!("removed partition {partition:?}");
         }
         Cmd::DeleteValue {
@@ -351,16 +349,15 @@ fn run(cli: Cli) -> Result<(), String> {
         } => {
             let ix = open(&index)?;
             let vals = parse_all(ty, &values)?;
-            ix.delete_values(&partition, &vals)
-                .map_err(|e| e.to_string())?;
-            ix.flush().map_err(|e| e.to_string())?;
+            ix.delete_values(&partition, &vals)?;
+            ix.flush()?;
             println!("deleted {} values from {partition:?}", vals.len());
         }
         Cmd::Query { index, values, ty } => {
             let ix = open_ro(&index)?;
             let vals = parse_all(ty, &values)?;
             for (s, v) in values.iter().zip(&vals) {
-                let c = ix.query(v).map_err(|e| e.to_string())?;
+                let c = ix.query(v)?;
                 if vals.len() > 1 {
                     println!("{s}:");
                 }
@@ -397,10 +394,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     let mut z = s;
                     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
                     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                    hits += ix
-                        .query_hash(z ^ (z >> 31))
-                        .map_err(|e| e.to_string())?
-                        .len() as u64;
+                    hits += ix.query_hash(z ^ (z >> 31))?.len() as u64;
                     if i % 4096 == 0 {
                         pb.set_position(i);
                     }
@@ -413,8 +407,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let ix = open(&index)?;
             let pb = spinner("merging");
             pb.enable_steady_tick(std::time::Duration::from_millis(200));
-            ix.flush().map_err(|e| e.to_string())?;
-            let r = ix.merge().map_err(|e| e.to_string())?;
+            ix.flush()?;
+            let r = ix.merge()?;
             pb.finish_and_clear();
             match r {
                 Some(r) => println!("merged {} segments: {} partitions kept, {} removed partitions reclaimed, {} bytes", r.inputs, r.partitions, r.reclaimed, r.bytes),
@@ -423,7 +417,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Cmd::Verify { index } => {
             let ix = open_ro(&index)?;
-            ix.verify().map_err(|e| e.to_string())?;
+            ix.verify()?;
             println!("ok");
         }
         Cmd::IndexParquet { dir, how } => {
@@ -447,7 +441,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let index = match (index, &parquet) {
                 (Some(i), _) => i,
                 (None, Some(dir)) => dir.join(pq::INDEX_SUBDIR),
-                (None, None) => return Err("give the index directory, or --parquet DIR".into()),
+                (None, None) => bail!("give the index directory, or --parquet DIR"),
             };
             serve::serve(serve::ServeOptions {
                 index,
@@ -469,10 +463,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let r = if delta::indexed_version(&index_dir)?.is_some() {
                 delta::lookup(&dir, version, index.as_deref(), &value)?
             } else if version.is_some() {
-                return Err(format!(
+                bail!(
                     "--version reads a Delta table indexed by `needle index-delta`, and {} is not one",
                     index_dir.display()
-                ));
+                );
             } else {
                 pq::lookup(&dir, index.as_deref(), &value)?
             };
@@ -495,7 +489,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("needle: error: {e}");
+            eprintln!("needle: error: {e:#}");
             ExitCode::FAILURE
         }
     }

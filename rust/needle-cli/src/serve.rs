@@ -14,6 +14,7 @@
 //!
 //! Bad input gets a 4xx answer whose JSON body says what was wrong.
 
+use anyhow::{anyhow, bail, Context, Result};
 use needle_index::{Index, Options, Value};
 use needle_lake::delta::{self, DeltaSnapshot};
 use needle_lake::pq::{self, ParquetMeta};
@@ -66,7 +67,7 @@ struct DeltaTable {
 }
 
 impl DeltaTable {
-    fn open(root: &Path) -> Result<DeltaTable, String> {
+    fn open(root: &Path) -> Result<DeltaTable> {
         let log = log_signature(root)?;
         let latest = DeltaSnapshot::load(root, None)?;
         Ok(DeltaTable {
@@ -110,7 +111,7 @@ impl DeltaTable {
     }
 
     /// Loads the latest version again if the log changed; whether it did.
-    fn refresh(&self) -> Result<bool, String> {
+    fn refresh(&self) -> Result<bool> {
         let now = log_signature(&self.root)?;
         if *self.log.lock().unwrap() == now {
             return Ok(false);
@@ -123,9 +124,9 @@ impl DeltaTable {
 }
 
 /// The names of a Delta table's log files: a new commit or checkpoint changes them.
-fn log_signature(root: &Path) -> Result<Vec<String>, String> {
+fn log_signature(root: &Path) -> Result<Vec<String>> {
     let log = root.join("_delta_log");
-    let rd = std::fs::read_dir(&log).map_err(|e| format!("cannot read {}: {e}", log.display()))?;
+    let rd = std::fs::read_dir(&log).with_context(|| format!("cannot read {}", log.display()))?;
     let mut names: Vec<String> = rd
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -159,9 +160,9 @@ struct Service {
 }
 
 /// The names, sizes and modification times of the index's files: a change means new data.
-fn signature(dir: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>, String> {
+fn signature(dir: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>> {
     let mut out = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let rd = std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name == "MANIFEST" || name.starts_with("wal-") {
@@ -174,9 +175,9 @@ fn signature(dir: &Path) -> Result<Vec<(String, u64, Option<SystemTime>)>, Strin
     Ok(out)
 }
 
-fn open_snapshot(dir: &Path, of_delta: bool) -> Result<Snapshot, String> {
+fn open_snapshot(dir: &Path, of_delta: bool) -> Result<Snapshot> {
     let signature = signature(dir)?;
-    let index = Index::open_snapshot(dir, Options::default()).map_err(|e| e.to_string())?;
+    let index = Index::open_snapshot(dir, Options::default())?;
     let covered = if of_delta {
         delta::covered_files(&index)
     } else {
@@ -191,17 +192,17 @@ fn open_snapshot(dir: &Path, of_delta: bool) -> Result<Snapshot, String> {
 }
 
 /// Starts the service and serves until the process is stopped.
-pub fn serve(opts: ServeOptions) -> Result<(), String> {
+pub fn serve(opts: ServeOptions) -> Result<()> {
     let meta = match &opts.parquet {
         Some(_) => Some(ParquetMeta::load(&opts.index)?),
         None => None,
     };
     let kind = meta.as_ref().map(|m| m.kind).unwrap_or(opts.kind);
     if !opts.index.join("MANIFEST").exists() {
-        return Err(format!(
+        bail!(
             "{} is not an index (no MANIFEST); create one with `needle create` or `needle index-parquet`",
             opts.index.display()
-        ));
+        );
     }
     // An index made by index-delta is only right together with the table's log (files added or
     // removed since the version it covers): the service follows both.
@@ -215,7 +216,7 @@ pub fn serve(opts: ServeOptions) -> Result<(), String> {
     };
     let first = open_snapshot(&opts.index, delta.is_some())?;
     let server = Server::http(&opts.listen).map_err(|e| {
-        format!(
+        anyhow!(
             "cannot listen on {}: {e} (is the port in use? pass another --listen)",
             opts.listen
         )
@@ -289,7 +290,7 @@ impl Service {
                             .refresh_failures
                             .fetch_add(1, Ordering::Relaxed);
                         eprintln!(
-                            "needle serve: keeps version {} of the table; cannot load the latest: {e}",
+                            "needle serve: keeps version {} of the table; cannot load the latest: {e:#}",
                             table.latest().version
                         );
                     }
@@ -312,7 +313,7 @@ impl Service {
                         .refresh_failures
                         .fetch_add(1, Ordering::Relaxed);
                     eprintln!(
-                        "needle serve: keeps the previous snapshot; cannot open a new one: {e}"
+                        "needle serve: keeps the previous snapshot; cannot open a new one: {e:#}"
                     );
                 }
             }

@@ -48,10 +48,3 @@ impl From<&str> for Error {
         Error::Other(message.to_string())
     }
 }
-
-/// Front ends that report errors as text (the `needle` command) take them with `?`.
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
