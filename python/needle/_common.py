@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -77,26 +78,40 @@ def matching_rows(
         stored = [n for n in (columns or []) if n in f.schema_arrow.names]
         read = None if columns is None else list(dict.fromkeys([*stored, column]))
         t = f.read(columns=read) if groups is None else f.read_row_groups(groups, columns=read)
+        matching = pc.equal(t[column], pa.scalar(value, type=t.schema.field(column).type))
         hidden = deleted(path) if deleted else ()
         if hidden:
-            t = t.filter(pc.invert(pc.is_in(_positions(f, groups), value_set=pa.array(hidden, pa.uint64()))))
-        t = t.filter(pc.equal(t[column], pa.scalar(value, type=t.schema.field(column).type)))
+            # Only the matching rows' positions are looked up in the vector (a file has millions).
+            hidden_set = set(hidden)
+            position = _position_of(f, groups)
+            rows = pc.indices_nonzero(matching).to_pylist()
+            t = t.take(pa.array([i for i in rows if position(i) not in hidden_set], pa.uint64()))
+        else:
+            t = t.filter(matching)
         for name, scalar in (constants(path) if constants else {}).items():
             t = t.append_column(pa.field(name, scalar.type), pa.array([scalar.as_py()] * t.num_rows, scalar.type))
         tables.append(t)
     return tables
 
 
-def _positions(f: Any, groups: list[int] | None) -> pyarrow.Array:
-    """The position in the file of every row read from ``f`` (all of it, or ``groups`` in order)."""
-    import pyarrow as pa
-
+def _position_of(f: Any, groups: list[int] | None) -> Callable[[int], int]:
+    """Maps the index of a row read from ``f`` (all of it, or ``groups`` in order) to its
+    position in the file, as deletion vectors count rows."""
     md = f.metadata
     starts = [0]
     for g in range(md.num_row_groups):
         starts.append(starts[-1] + md.row_group(g).num_rows)
-    spans = [(0, starts[-1])] if groups is None else [(starts[g], starts[g + 1]) for g in groups]
-    return pa.array([i for a, b in spans for i in range(a, b)], pa.uint64())
+    if groups is None:
+        return lambda i: i
+    read_starts = [0]  # where each read group begins among the rows read
+    for g in groups:
+        read_starts.append(read_starts[-1] + starts[g + 1] - starts[g])
+
+    def position(i: int) -> int:
+        k = bisect.bisect_right(read_starts, i) - 1
+        return starts[groups[k]] + i - read_starts[k]
+
+    return position
 
 
 def concat(tables: list[pyarrow.Table], empty: pyarrow.Schema | None, columns: Sequence[str] | None) -> pyarrow.Table:

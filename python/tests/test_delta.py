@@ -213,12 +213,26 @@ def inline_deletion_vector(positions):
     return {"storageType": "i", "pathOrInlineDv": text, "sizeInBytes": len(b), "cardinality": len(positions)}
 
 
-def test_rows_a_deletion_vector_hides_are_not_returned(tmp_path):
+def test_row_positions_count_across_row_groups(tmp_path):
+    # A deletion vector counts rows from the file's start, whichever row groups were read.
+    from needle._common import _position_of
+
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"k": list(range(1000))}), path, row_group_size=128)
+    f = pq.ParquetFile(path)
+    for groups in (None, [0], [3, 5, 7], [7], [1, 2]):
+        t = f.read() if groups is None else f.read_row_groups(groups)
+        position = _position_of(f, groups)
+        assert [position(i) for i in range(t.num_rows)] == t["k"].to_pylist(), groups
+
+
+@pytest.mark.parametrize("row_groups", [False, True])
+def test_rows_a_deletion_vector_hides_are_not_returned(tmp_path, row_groups):
     rnd = random.Random(2)
     table = tmp_path / "t"
     write_deltalake(str(table), batch(rnd, 600))
     write_deltalake(str(table), batch(rnd, 600), mode="append")
-    needle.index_delta(table, "key")
+    needle.index_delta(table, "key", row_groups=row_groups)
     log = table / "_delta_log"
     adds = [
         a["add"]
