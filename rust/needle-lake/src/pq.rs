@@ -573,16 +573,21 @@ mod tests {
         w.close().unwrap();
     }
 
-    #[test]
-    fn a_first_build_ends_in_one_segment_and_later_runs_merge_only_when_segments_pile_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let o = IndexParquetOptions {
+    /// Whole files indexed on column `k`, in a small index.
+    fn options_on_k() -> IndexParquetOptions {
+        IndexParquetOptions {
             column: "k".into(),
             row_groups: false,
             buckets: Some(64),
             fingerprint_bits: 16,
             index: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_first_build_ends_in_one_segment_and_later_runs_merge_only_when_segments_pile_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = options_on_k();
         // A memtable of one byte: every file's filter is flushed as a segment of its own.
         let tiny = || Options {
             flush_bytes: 1,
@@ -628,13 +633,7 @@ mod tests {
     fn a_lookup_answers_while_a_writer_holds_the_index() {
         let dir = tempfile::tempdir().unwrap();
         write_file(&dir.path().join("f0.parquet"), 0..100);
-        let o = IndexParquetOptions {
-            column: "k".into(),
-            row_groups: false,
-            buckets: Some(64),
-            fingerprint_bits: 16,
-            index: None,
-        };
+        let o = options_on_k();
         let files = parquet_files(dir.path()).unwrap();
         index_files_with(dir.path(), &files, &o, Options::default(), |_, _, _| {}).unwrap();
         let _writer = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
