@@ -48,7 +48,7 @@ def phases(con: duckdb.DuckDBPyConnection, directory: Path, value: int) -> tuple
     index_dir = directory / ".needle-index"
     info = parquet_index_info(os.fspath(index_dir))
     lap("column file")
-    ix = PartitionIndex.open(os.fspath(index_dir), read_only=True)
+    ix = PartitionIndex.snapshot(os.fspath(index_dir))  # as the lookups open it: no lock
     lap("index open")
     ids = ix.candidates(value)
     known = None if ids else ix.any_partition()
