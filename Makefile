@@ -35,8 +35,8 @@ test-java:
 # virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
 test-python: $(LINT_VENV)/requirements-lint.txt python-package
-	$(LINT_VENV)/bin/ruff check deploy bench/plot bench/data-lake python
-	$(LINT_VENV)/bin/ruff format --check deploy bench/plot bench/data-lake python
+	$(LINT_VENV)/bin/ruff check deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
+	$(LINT_VENV)/bin/ruff format --check deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
 	$(PYTHON) -m pytest -q deploy/tests bench/plot
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 

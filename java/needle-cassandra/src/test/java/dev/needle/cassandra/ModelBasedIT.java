@@ -9,6 +9,7 @@ import com.datastax.oss.driver.api.core.DriverException;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.TwinTables;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -19,9 +20,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Randomized operations against real clusters, checked against ground truth: every step writes
- * the same thing to a table with a Needle index and to a twin without one, and then reads a
- * sample of live, deleted and never-written partitions from both at consistency ONE. Both must
- * return exactly what the model says. Flushes, compactions, restarts and kill -9 are part of the
+ * the same thing to a table with a Needle index and to a twin without one (one mutation for
+ * both), and then reads a sample of live, deleted and never-written partitions from both at
+ * consistency ONE. Both must return exactly what the model says, with one exception that is
+ * reported, not hidden: after a kill -9, Cassandra itself may have lost acknowledged writes
+ * (docs/cassandra.md, "Cassandra's own commit-log loss"); a read that the twin answers as Needle's
+ * table does is then Cassandra's loss. Flushes, compactions, restarts and kill -9 are part of the
  * sequence. A failure prints the seed; {@code -Dneedle.it.seed=S -Dneedle.it.ops=N} replays it.
  */
 class ModelBasedIT {
@@ -67,6 +71,9 @@ class ModelBasedIT {
                             .setTimeout(java.time.Duration.ofSeconds(60)));
                 }
                 s.execute("CREATE CUSTOM INDEX ON ks.needle () USING 'dev.needle.cassandra.NeedleIndex'");
+                cluster.flush(1, "ks", "twin"); // creating the index flushed its table
+                TwinTables tables = new TwinTables("ks.needle", "ks.twin");
+                Losses losses = new Losses();
                 ConsistencyLevel writeCl = ConsistencyLevel.ALL;
                 long skippedBefore = 0;
                 int checks = 0;
@@ -80,58 +87,56 @@ class ModelBasedIT {
                     if (kind < 40) {
                         int ck = r.nextInt(ROWS);
                         String v = "v" + op;
-                        w = "INSERT INTO ks.%s (pk, ck, v) VALUES (?, ?, ?)";
+                        w = "INSERT INTO %s (pk, ck, v) VALUES (?, ?, ?)";
                         args = List.of(pk, ck, v);
                         p.rows.put(ck, v);
                         p.expiry.put(ck, 0L);
                     } else if (kind < 45) {
                         int ck = r.nextInt(ROWS);
                         String v = "t" + op;
-                        w = "INSERT INTO ks.%s (pk, ck, v) VALUES (?, ?, ?) USING TTL " + TTL_SECONDS;
+                        w = "INSERT INTO %s (pk, ck, v) VALUES (?, ?, ?) USING TTL " + TTL_SECONDS;
                         args = List.of(pk, ck, v);
                         p.rows.put(ck, v);
                         p.expiry.put(ck, now + TTL_SECONDS * 1000L);
                     } else if (kind < 48) {
                         String v = "s" + op;
-                        w = "UPDATE ks.%s SET s = ? WHERE pk = ?";
+                        w = "UPDATE %s SET s = ? WHERE pk = ?";
                         args = List.of(v, pk);
                         p.staticValue = v;
                         p.staticExpiry = 0;
                     } else if (kind < 60) {
-                        w = "DELETE FROM ks.%s WHERE pk = ?";
+                        w = "DELETE FROM %s WHERE pk = ?";
                         args = List.of(pk);
                         model.put(pk, new Partition());
                     } else if (kind < 74) {
                         int ck = r.nextInt(ROWS);
-                        w = "DELETE FROM ks.%s WHERE pk = ? AND ck = ?";
+                        w = "DELETE FROM %s WHERE pk = ? AND ck = ?";
                         args = List.of(pk, ck);
                         p.rows.remove(ck);
                         p.expiry.remove(ck);
                     } else if (kind < 80) {
                         int from = r.nextInt(ROWS);
                         int to = from + 1 + r.nextInt(3);
-                        w = "DELETE FROM ks.%s WHERE pk = ? AND ck >= ? AND ck < ?";
+                        w = "DELETE FROM %s WHERE pk = ? AND ck >= ? AND ck < ?";
                         args = List.of(pk, from, to);
                         for (int ck = from; ck < to; ck++) {
                             p.rows.remove(ck);
                             p.expiry.remove(ck);
                         }
                     } else if (kind < 83) {
-                        w = "DELETE s FROM ks.%s WHERE pk = ?";
+                        w = "DELETE s FROM %s WHERE pk = ?";
                         args = List.of(pk);
                         p.staticValue = null;
                     }
                     if (w != null) {
-                        for (String t : new String[] {"needle", "twin"}) {
-                            execute(
-                                    s,
-                                    SimpleStatement.newInstance(String.format(w, t), args.toArray())
-                                            .setConsistencyLevel(writeCl));
-                        }
+                        tables.write(s, writeCl, w, args.toArray()); // one mutation for both tables
                     }
                     // Maintenance and failures, at points that depend on the seed.
                     if (op > 0 && op % 400 == 0) {
-                        cluster.flush(1 + r.nextInt(nodes), "ks", "needle");
+                        // Both tables: a flush moves each table's commit-log bound, and Cassandra's
+                        // loss of a table's first write after its flush (docs/cassandra.md) then
+                        // hits both tables alike.
+                        cluster.flush(1 + r.nextInt(nodes), "ks", "needle", "twin");
                     }
                     if (op > 0 && op % 2_500 == 0) {
                         cluster.compact(1 + r.nextInt(nodes), "ks", "needle");
@@ -145,6 +150,7 @@ class ModelBasedIT {
                             sessions[victim] = null;
                         }
                         if (crash) {
+                            losses.crashes++;
                             cluster.kill(victim);
                         } else {
                             cluster.stop(victim);
@@ -152,7 +158,7 @@ class ModelBasedIT {
                         if (nodes > 1) {
                             // With a replica down, only reads: every live replica keeps every write.
                             for (int i = 0; i < 100; i++) {
-                                checks += check(sessions, nodes, model, r, r.nextInt(KEYS + 50));
+                                checks += check(sessions, nodes, model, losses, r, r.nextInt(KEYS + 50));
                             }
                         }
                         cluster.startNode(victim);
@@ -161,9 +167,9 @@ class ModelBasedIT {
                         }
                         waitUntilAnswering(sessions[nodes > 1 ? victim : 1]);
                     }
-                    checks += check(sessions, nodes, model, r, pk);
+                    checks += check(sessions, nodes, model, losses, r, pk);
                     for (int i = 0; i < 2; i++) {
-                        checks += check(sessions, nodes, model, r, r.nextInt(KEYS + 50)); // some never written
+                        checks += check(sessions, nodes, model, losses, r, r.nextInt(KEYS + 50)); // some never written
                     }
                 }
                 long skipped = 0;
@@ -171,7 +177,7 @@ class ModelBasedIT {
                     skipped += cluster.metric(n, "ks", "needle", "LookupsSkipped");
                 }
                 System.out.println("ModelBasedIT " + nodes + " node(s): " + ops + " operations, " + checks
-                        + " partition reads compared, " + skipped + " reads skipped by Needle");
+                        + " partition reads compared, " + skipped + " reads skipped by Needle; " + losses);
                 assertTrue(
                         skipped > skippedBefore + checks / 20,
                         "Needle skipped only " + skipped + " of " + checks + " reads");
@@ -187,9 +193,45 @@ class ModelBasedIT {
         }
     }
 
-    /** Reads one partition from both tables at ONE through a random live coordinator; compares with the model. */
+    /**
+     * Acknowledged writes that Cassandra itself lost in a crash: reported, never hidden, and told
+     * apart from Needle's failures. Both tables take every write in one mutation, so a commit-log
+     * loss (docs/cassandra.md) hits the twin without the index as it hits Needle's table.
+     */
+    private static final class Losses {
+        int crashes;
+        /** Partition and table that answered short of the model, with what they answered. */
+        final Map<String, String> seen = new TreeMap<>();
+
+        /** A read after a crash that answers short of the model in {@code tables}. */
+        void report(String tables, int pk, List<String> expected, List<String> got) {
+            if (seen.put(tables + ", partition " + pk, got.toString()) == null) {
+                System.out.println("Cassandra lost acknowledged writes (" + tables + ", partition " + pk
+                        + "): the model holds " + expected + ", the table answers " + got);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return seen.isEmpty()
+                    ? "no acknowledged write lost by Cassandra"
+                    : "Cassandra lost acknowledged writes in " + seen.size()
+                            + " partition(s) after kill -9 (docs/cassandra.md, commit-log loss): " + seen.keySet();
+        }
+    }
+
+    /**
+     * Reads one partition from both tables at ONE through a random live coordinator and compares
+     * with the model. Needle's answer must be the model's, or, after a crash, the stock twin's
+     * answer when Cassandra lost the same writes in both tables; anything else fails.
+     */
     private static int check(
-            CqlSession[] sessions, int nodes, Map<Integer, Partition> model, SplittableRandom r, int pk) {
+            CqlSession[] sessions,
+            int nodes,
+            Map<Integer, Partition> model,
+            Losses losses,
+            SplittableRandom r,
+            int pk) {
         int nowInSeconds = (int) (System.currentTimeMillis() / 1000);
         long now = nowInSeconds
                 * 1000L; // expiries within 1.5 s of it are not judged (client and server clocks round apart)
@@ -219,8 +261,9 @@ class ModelBasedIT {
         while (coordinator == null) {
             coordinator = sessions[1 + r.nextInt(nodes)];
         }
+        Map<String, List<String>> got = new HashMap<>();
         for (String t : new String[] {"needle", "twin"}) {
-            List<String> got = new ArrayList<>();
+            List<String> rows = new ArrayList<>();
             // Read at the model's "now": TTLs are judged at that second however late a retried read runs.
             for (Row row : execute(
                             coordinator,
@@ -228,11 +271,27 @@ class ModelBasedIT {
                                     .setConsistencyLevel(ConsistencyLevel.ONE)
                                     .setNowInSeconds(nowInSeconds))
                     .all()) {
-                got.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|"
+                rows.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|"
                         + row.getString(2));
             }
-            assertEquals(expected, got, t + " table, partition " + pk);
+            got.put(t, rows);
         }
+        List<String> needle = got.get("needle"), twin = got.get("twin");
+        if (needle.equals(expected)) {
+            if (!twin.equals(expected)) {
+                assertTrue(losses.crashes > 0, "twin table, partition " + pk + ": " + twin + ", expected " + expected);
+                losses.report("the twin only", pk, expected, twin);
+            }
+            return 1;
+        }
+        if (losses.crashes > 0 && twin.equals(needle)) {
+            losses.report("both tables", pk, expected, needle);
+            return 1;
+        }
+        assertEquals(
+                expected,
+                needle,
+                "needle table, partition " + pk + " (the twin without the index answers " + twin + ")");
         return 1;
     }
 

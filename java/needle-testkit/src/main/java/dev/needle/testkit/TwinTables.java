@@ -3,9 +3,12 @@ package dev.needle.testkit;
 import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DriverException;
+import com.datastax.oss.driver.api.core.cql.BatchStatement;
+import com.datastax.oss.driver.api.core.cql.DefaultBatchType;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import com.datastax.oss.driver.api.core.cql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,23 +55,38 @@ public final class TwinTables {
         }
     }
 
-    /** Writes to both tables at {@code cl} (same statement, same arguments, same client timestamp). */
+    /**
+     * Writes to both tables at {@code cl} (same statement, same arguments, same client timestamp),
+     * as one unlogged batch: with both tables in one keyspace and one partition key, Cassandra
+     * makes it a single mutation, one commit-log entry for both tables, so a crash keeps or loses
+     * the write in both alike (see docs/cassandra.md on Cassandra 5.0.9's commit-log loss).
+     */
     public void write(CqlSession s, ConsistencyLevel cl, String cql, Object... args) {
         write(s, cl, st -> st, cql, args);
     }
 
-    /** As {@link #write(CqlSession, ConsistencyLevel, String, Object...)}, with each statement adjusted first. */
+    /**
+     * As {@link #write(CqlSession, ConsistencyLevel, String, Object...)}, with the statement
+     * adjusted first: the adjusted statement's consistency level, client timestamp, "now" and
+     * timeout are the batch's.
+     */
     public void write(
             CqlSession s, ConsistencyLevel cl, UnaryOperator<SimpleStatement> adjust, String cql, Object... args) {
-        long ts = currentMicros();
-        for (String t : new String[] {indexed, twin}) {
-            SimpleStatement st =
-                    SimpleStatement.newInstance(String.format(cql, t), args).setConsistencyLevel(cl);
-            if (!cql.toUpperCase(java.util.Locale.ROOT).contains("USING TIMESTAMP")) {
-                st = st.setQueryTimestamp(ts);
-            }
-            execute(s, adjust.apply(st));
+        SimpleStatement settings =
+                SimpleStatement.newInstance(String.format(cql, indexed), args).setConsistencyLevel(cl);
+        if (!cql.toUpperCase(java.util.Locale.ROOT).contains("USING TIMESTAMP")) {
+            settings = settings.setQueryTimestamp(currentMicros());
         }
+        settings = adjust.apply(settings);
+        BatchStatement batch = BatchStatement.newInstance(
+                        DefaultBatchType.UNLOGGED,
+                        SimpleStatement.newInstance(String.format(cql, indexed), args),
+                        SimpleStatement.newInstance(String.format(cql, twin), args))
+                .setConsistencyLevel(settings.getConsistencyLevel())
+                .setQueryTimestamp(settings.getQueryTimestamp())
+                .setNowInSeconds(settings.getNowInSeconds())
+                .setTimeout(settings.getTimeout());
+        execute(s, batch);
     }
 
     /**
@@ -109,7 +127,7 @@ public final class TwinTables {
     }
 
     /** Runs a statement, retrying for up to 20 s while nodes restart (use for idempotent statements only). */
-    public static ResultSet execute(CqlSession s, SimpleStatement st) {
+    public static ResultSet execute(CqlSession s, Statement<?> st) {
         DriverException last = null;
         for (int attempt = 0; attempt < 40; attempt++) {
             try {

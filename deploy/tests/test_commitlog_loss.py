@@ -1,0 +1,61 @@
+"""Cassandra 5.0.9's commit-log loss on a stock node: the reproduction and the log check.
+
+docs/cassandra.md, "Cassandra's own commit-log loss". These tests assert Cassandra's behaviour:
+if a Cassandra release keeps the write, they fail, and that section is out of date.
+"""
+
+import subprocess
+import sys
+
+from conftest import DEPLOY, teardown
+
+REPRO = DEPLOY / "repro" / "commitlog-recycle-loss"
+CHECK = DEPLOY / "repro" / "commitlog-loss-check"
+
+
+def _repro(work, *args):
+    try:
+        return subprocess.run(
+            [str(REPRO), "--dir", str(work), "--keep", "--reclaim", "drop-table", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        teardown(work / "cluster")
+
+
+def _check(work):
+    return subprocess.run(
+        [sys.executable, str(CHECK), str(work / "cluster" / "node1" / "logs")], capture_output=True, text=True
+    )
+
+
+def test_the_first_write_after_a_flush_is_lost_and_the_check_names_its_table(tmp_path):
+    work = tmp_path / "lost"
+    res = _repro(work)
+    assert res.returncode == 1, f"exit {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    assert "LOST: the acknowledged (1, 11) reads back as (1, 1)" in res.stdout
+
+    check = _check(work)
+    assert check.returncode == 1, check.stdout + check.stderr
+    exposed = [line.split(":")[0] for line in check.stdout.splitlines()]
+    assert exposed == ["ks.t"], check.stdout
+
+
+def test_a_write_to_another_table_first_keeps_it_and_the_check_is_quiet(tmp_path):
+    work = tmp_path / "kept"
+    res = _repro(work, "--between", "other-table")
+    assert res.returncode == 0, f"exit {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    assert "kept: (1, 11)" in res.stdout
+
+    check = _check(work)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.startswith("no table exposed in 2 run(s)"), check.stdout
+
+
+def test_the_check_refuses_a_folder_without_logs(tmp_path):
+    res = subprocess.run([sys.executable, str(CHECK), str(tmp_path)], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "no debug.log in" in res.stderr
