@@ -22,7 +22,8 @@ help:
 	@echo "make bench-scheme2  Tables 6-9 (node filters) on 4 nodes at lan and az latency, Tables 10-13 (the load,"
 	@echo "                    CPU and network) on 6 nodes, then the staleness probe (Tables 6, 7 and 9 about"
 	@echo "                    45 minutes, Table 8 about 11 per profile, 10-13 about 35, the probe about 30)"
-	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2)"
+	@echo "make bench-NAME     one experiment, bench/experiments/NAME.json (e.g. bench-scheme1-table2,"
+	@echo "                    bench-range-mixes; ARGS=\"--scale 0.1\" for a quick run)"
 	@echo "make clean          remove build output"
 
 test: test-java test-python test-rust
@@ -119,10 +120,11 @@ calibrate-latency: build
 	bench/needle-bench calibrate-latency $(ARGS)
 
 # One harness experiment: bench/experiments/NAME.json -> bench/results/NAME/ (results.json, charts).
+# Range-query experiments (bench/experiments/range-*.json) run with `needle-bench range`.
 bench-%: build
 	@test -f bench/experiments/$*.json || { echo "no experiment bench/experiments/$*.json"; exit 2; }
-	bench/needle-bench run bench/experiments/$*.json
-	bench/plot/run chart bench/results/$*/results.json
+	bench/needle-bench $(if $(filter range-%,$*),range,run) bench/experiments/$*.json $(ARGS)
+	$(if $(filter range-%,$*),,bench/plot/run chart bench/results/$*/results.json)
 
 # A 3-node cluster with the Needle plugin, in ./.cluster (stop it with: deploy/needle-cluster down).
 cluster: build

@@ -165,11 +165,25 @@ public record Experiment(
 
     /** Reads and checks an experiment file; any problem is an {@link IllegalArgumentException} naming the file. */
     public static Experiment read(Path file) {
-        Experiment e;
+        Experiment e = readJson(file, Experiment.class);
+        try {
+            e.validate();
+        } catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(file + ": " + ex.getMessage());
+        }
+        checkName(file, e.name());
+        return e;
+    }
+
+    /**
+     * A JSON file read as the record {@code type}: snake_case field names, unknown fields and
+     * missing primitive fields named in the error, with the file's name.
+     */
+    static <T extends Record> T readJson(Path file, Class<T> type) {
         try {
             JsonNode tree = JSON.readTree(Files.readAllBytes(file));
-            checkFields(tree, Experiment.class, "");
-            e = JSON.treeToValue(tree, Experiment.class);
+            checkFields(tree, type, "");
+            return JSON.treeToValue(tree, type);
         } catch (NoSuchFileException ex) {
             throw new IllegalArgumentException("experiment file not found: " + file);
         } catch (JsonMappingException ex) {
@@ -179,19 +193,18 @@ public record Experiment(
         } catch (IllegalArgumentException ex) {
             throw new IllegalArgumentException(file + ": " + ex.getMessage());
         }
-        try {
-            e.validate();
-        } catch (IllegalArgumentException ex) {
-            throw new IllegalArgumentException(file + ": " + ex.getMessage());
-        }
-        // Results go to bench/results/<name>/ and `make bench-NAME` runs bench/experiments/NAME.json:
-        // the two names must be one.
+    }
+
+    /**
+     * Results go to bench/results/NAME/ and `make bench-NAME` runs bench/experiments/NAME.json: the
+     * file's name and the experiment's must be one.
+     */
+    static void checkName(Path file, String name) {
         String stem = file.getFileName().toString().replaceFirst("\\.json$", "");
-        if (!stem.equals(e.name())) {
-            throw new IllegalArgumentException(file + ": the experiment is named '" + e.name() + "'; its file must be "
-                    + e.name() + ".json (or rename the experiment '" + stem + "')");
+        if (!stem.equals(name)) {
+            throw new IllegalArgumentException(file + ": the experiment is named '" + name + "'; its file must be "
+                    + name + ".json (or rename the experiment '" + stem + "')");
         }
-        return e;
     }
 
     /**

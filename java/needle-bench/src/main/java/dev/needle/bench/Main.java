@@ -20,6 +20,7 @@ public final class Main {
             usage: needle-bench run EXPERIMENT.json [options]
                    needle-bench calibrate-latency [options]   (what the emulated network latency adds; --help)
                    needle-bench staleness [options]           (how soon copies hold a new key, sync bytes; --help)
+                   needle-bench range EXPERIMENT.json [options]  (range queries: parallel scan, SAI)
               --out DIR            where results.json goes (default bench/results/<name>)
               --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
               --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
@@ -46,6 +47,9 @@ public final class Main {
         }
         if (args.length >= 1 && args[0].equals("staleness")) {
             return StalenessProbe.run(args);
+        }
+        if (args.length >= 1 && args[0].equals("range")) {
+            return RangeBench.run(args);
         }
         if (args.length < 2 || !args[0].equals("run")) {
             System.err.print(USAGE);
@@ -94,14 +98,7 @@ public final class Main {
                 heap = e.clusterOrDefault().nodes() == 1 ? "2G" : "1G";
             }
             Runner.checkCanDropCaches(e);
-            if (!Files.isExecutable(tool)) {
-                throw new IllegalArgumentException("cluster tool not found or not executable: " + tool.toAbsolutePath()
-                        + " (run from the repository root, or pass --cluster-tool)");
-            }
-            if (!Files.isRegularFile(jar)) {
-                throw new IllegalArgumentException("Needle plugin jar not found: " + jar.toAbsolutePath()
-                        + " (build it with 'make build', or pass --plugin-jar)");
-            }
+            requireClusterFiles(tool, jar);
             if (out == null) {
                 out = Path.of("bench/results", e.name());
             }
@@ -172,6 +169,18 @@ public final class Main {
             }
         }
         return wrong;
+    }
+
+    /** The cluster tool and the plugin jar a run starts its nodes with, or an error that says what to do. */
+    static void requireClusterFiles(Path tool, Path jar) {
+        if (!Files.isExecutable(tool)) {
+            throw new IllegalArgumentException("cluster tool not found or not executable: " + tool.toAbsolutePath()
+                    + " (run from the repository root, or pass --cluster-tool)");
+        }
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalArgumentException("Needle plugin jar not found: " + jar.toAbsolutePath()
+                    + " (build it with 'make build', or pass --plugin-jar)");
+        }
     }
 
     private static void require(boolean ok, String message) {

@@ -147,14 +147,7 @@ final class StalenessProbe {
         Options o;
         try {
             o = Options.parse(args);
-            if (!Files.isExecutable(o.tool())) {
-                throw new IllegalArgumentException("cluster tool not found or not executable: "
-                        + o.tool().toAbsolutePath() + " (run from the repository root, or pass --cluster-tool)");
-            }
-            if (!Files.isRegularFile(o.jar())) {
-                throw new IllegalArgumentException("Needle plugin jar not found: "
-                        + o.jar().toAbsolutePath() + " (build it with 'make build', or pass --plugin-jar)");
-            }
+            Main.requireClusterFiles(o.tool(), o.jar());
         } catch (IllegalArgumentException e) {
             System.err.println("needle-bench: " + e.getMessage());
             System.err.print(USAGE);

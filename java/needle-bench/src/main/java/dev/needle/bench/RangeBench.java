@@ -1,0 +1,374 @@
+package dev.needle.bench;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
+import com.datastax.oss.driver.api.core.cql.BatchStatement;
+import com.datastax.oss.driver.api.core.cql.DefaultBatchType;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.cql.Row;
+import com.datastax.oss.driver.api.core.cql.SimpleStatement;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.needle.range.TokenRangeScan;
+import dev.needle.testkit.LocalCluster;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicReference;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Runs a {@link RangeExperiment}: loads the rows into two tables of the same data, one with
+ * Cassandra's SAI on the key column and one without (so that the scan's filtered reads cannot use
+ * the index), then answers each mix's queries with every variant, in a random order per query,
+ * and checks that the variants return the same rows. Writes {@code results.json}.
+ */
+public final class RangeBench {
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+            .enable(SerializationFeature.INDENT_OUTPUT);
+    private static final String KEYSPACE = "rq";
+
+    private final RangeExperiment e;
+    private final LocalCluster cluster;
+    private final PrintStream log;
+
+    /** The latency of one variant over a mix's measured queries, in milliseconds. */
+    public record Stats(double medianMs, double meanMs, double p90Ms, double minMs, double maxMs) {
+        static Stats of(Histogram h) {
+            return new Stats(
+                    h.getValueAtPercentile(50) / 1e6,
+                    h.getMean() / 1e6,
+                    h.getValueAtPercentile(90) / 1e6,
+                    h.getMinValue() / 1e6,
+                    h.getMaxValue() / 1e6);
+        }
+    }
+
+    /**
+     * One mix: its measured queries, the rows they returned on average, each variant's latency,
+     * and the queries whose answers differed between variants.
+     */
+    public record MixResult(
+            String label,
+            double minLength,
+            double maxLength,
+            int queries,
+            double rowsMean,
+            Map<String, Stats> variants,
+            int wrongResults) {}
+
+    /** The document written to results.json. */
+    public record Result(
+            String name,
+            String title,
+            String reproduces,
+            String command,
+            String started,
+            int rows,
+            int nodes,
+            int replicationFactor,
+            String consistency,
+            double loadSeconds,
+            List<MixResult> mixes) {}
+
+    static final String USAGE = """
+            usage: needle-bench range EXPERIMENT.json [options]   (a range-query experiment, docs/harness.md)
+              --out DIR            where results.json goes (default bench/results/<name>)
+              --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
+              --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
+              --heap SIZE          each node's heap (default 1G)
+              --scale F            multiply the rows by F (quick runs)
+            """;
+
+    /** {@code needle-bench range ...}: 0 done, 1 the run failed or the variants disagreed, 2 bad command line. */
+    static int run(String[] args) {
+        RangeExperiment e;
+        Path out = null;
+        Path jar = Path.of("java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar");
+        Path tool = Path.of("deploy/needle-cluster");
+        String heap = "1G";
+        try {
+            if (args.length < 2 || args[1].startsWith("-")) {
+                throw new IllegalArgumentException("name an experiment file");
+            }
+            double scale = 1;
+            for (int i = 2; i < args.length; i++) {
+                String a = args[i];
+                String v = i + 1 < args.length ? args[++i] : null;
+                if (v == null) {
+                    throw new IllegalArgumentException(a + " needs a value");
+                }
+                switch (a) {
+                    case "--out" -> out = Path.of(v);
+                    case "--plugin-jar" -> jar = Path.of(v);
+                    case "--cluster-tool" -> tool = Path.of(v);
+                    case "--heap" -> heap = v;
+                    case "--scale" -> scale = Double.parseDouble(v);
+                    default -> throw new IllegalArgumentException("unknown option " + a);
+                }
+            }
+            e = RangeExperiment.read(Path.of(args[1]));
+            if (scale != 1) {
+                e = e.scaled(scale);
+            }
+            Main.requireClusterFiles(tool, jar);
+            if (out == null) {
+                out = Path.of("bench/results", e.name());
+            }
+        } catch (IllegalArgumentException ex) {
+            System.err.println("needle-bench: " + ex.getMessage());
+            System.err.print(USAGE);
+            return 2;
+        }
+        System.err.printf(
+                "needle-bench: %s (%s)%nstarting %d Cassandra nodes%n",
+                e.name(), e.title(), e.cluster().nodes());
+        try (LocalCluster c = LocalCluster.start(
+                tool,
+                jar,
+                Files.createTempDirectory("needle-range"),
+                e.cluster().nodes(),
+                "--heap",
+                heap)) {
+            Result r = new RangeBench(e, c, System.err).run("needle-bench " + String.join(" ", args), out);
+            System.err.println("results: " + out.resolve("results.json"));
+            int wrong = r.mixes().stream().mapToInt(MixResult::wrongResults).sum();
+            if (wrong > 0) {
+                System.err.println("needle-bench: " + wrong + " queries were answered differently by the variants");
+                return 1;
+            }
+            return 0;
+        } catch (IOException | RuntimeException ex) {
+            System.err.println("needle-bench: the range run failed: " + ex.getMessage());
+            ex.printStackTrace();
+            return 1;
+        }
+    }
+
+    /** A run of {@code e} on a started cluster of {@code e.cluster().nodes()} nodes; progress goes to {@code log}. */
+    public RangeBench(RangeExperiment e, LocalCluster cluster, PrintStream log) {
+        this.e = e;
+        this.cluster = cluster;
+        this.log = log;
+    }
+
+    /** Loads, measures every mix, writes {@code out}/results.json; returns the result. */
+    public Result run(String command, Path out) throws IOException {
+        String started = Instant.now().toString();
+        ConsistencyLevel cl = DefaultConsistencyLevel.valueOf(e.consistency());
+        try (CqlSession s = cluster.session(1)) {
+            double loadSeconds = load(s, cl);
+            TokenRangeScan scan = TokenRangeScan.on(s, KEYSPACE, "data", "k")
+                    .consistency(cl)
+                    .splitsPerNode(e.scan().splitsPerNode())
+                    .concurrency(e.scan().concurrency())
+                    .pageSize(e.scan().pageSize())
+                    .timeout(Duration.ofSeconds(120))
+                    .build();
+            PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
+            SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
+            List<MixResult> mixes = new ArrayList<>();
+            for (RangeExperiment.Mix m : e.mixes()) {
+                mixes.add(measure(m, r, scan, s, sai, cl));
+            }
+            Result result = new Result(
+                    e.name(),
+                    e.title(),
+                    e.reproduces(),
+                    command,
+                    started,
+                    e.rows(),
+                    e.cluster().nodes(),
+                    e.cluster().replicationFactor(),
+                    e.consistency(),
+                    loadSeconds,
+                    mixes);
+            Files.createDirectories(out);
+            Path tmp = out.resolve("results.json.tmp");
+            JSON.writeValue(tmp.toFile(), result);
+            Files.move(tmp, out.resolve("results.json"), StandardCopyOption.REPLACE_EXISTING);
+            return result;
+        }
+    }
+
+    /** Creates the two tables and writes every row to both in one mutation; returns the seconds it took. */
+    private double load(CqlSession s, ConsistencyLevel cl) throws IOException {
+        s.execute(SimpleStatement.newInstance("CREATE KEYSPACE " + KEYSPACE
+                        + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': "
+                        + e.cluster().replicationFactor() + "}")
+                .setTimeout(Duration.ofSeconds(60)));
+        StringBuilder cols = new StringBuilder();
+        StringBuilder names = new StringBuilder();
+        StringBuilder marks = new StringBuilder();
+        for (int c = 1; c <= e.columns(); c++) {
+            cols.append(", f").append(c).append(" text");
+            names.append(", f").append(c);
+            marks.append(", ?");
+        }
+        for (String t : new String[] {"data", "data_sai"}) {
+            s.execute(SimpleStatement.newInstance(
+                            "CREATE TABLE " + KEYSPACE + "." + t + " (id bigint PRIMARY KEY, k double" + cols + ")")
+                    .setTimeout(Duration.ofSeconds(60)));
+        }
+        if (e.variants().contains("sai")) {
+            s.execute(
+                    SimpleStatement.newInstance("CREATE INDEX data_sai_k ON " + KEYSPACE + ".data_sai (k) USING 'sai'")
+                            .setTimeout(Duration.ofSeconds(60)));
+        }
+        String insert = " (id, k" + names + ") VALUES (?, ?" + marks + ")";
+        PreparedStatement plain = s.prepare("INSERT INTO " + KEYSPACE + ".data" + insert);
+        PreparedStatement indexed = s.prepare("INSERT INTO " + KEYSPACE + ".data_sai" + insert);
+        SplittableRandom r = new SplittableRandom(e.seed());
+        Semaphore inFlight = new Semaphore(e.loadThreads());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        long t0 = System.nanoTime();
+        long lastReport = t0;
+        log.printf("loading %,d rows into two tables (one with SAI on k)%n", e.rows());
+        for (long id = 0; id < e.rows(); id++) {
+            Object[] values = new Object[2 + e.columns()];
+            values[0] = id;
+            values[1] = r.nextDouble();
+            for (int c = 0; c < e.columns(); c++) {
+                values[2 + c] = text(r, 1 + r.nextInt(e.valueBytes()));
+            }
+            inFlight.acquireUninterruptibly();
+            if (failure.get() != null) {
+                throw new IOException(
+                        "a write failed while loading: " + failure.get().getMessage(), failure.get());
+            }
+            CompletionStage<?> done = s.executeAsync(
+                    BatchStatement.newInstance(DefaultBatchType.UNLOGGED, plain.bind(values), indexed.bind(values))
+                            .setConsistencyLevel(cl)
+                            .setTimeout(Duration.ofSeconds(60)));
+            done.whenComplete((ok, err) -> {
+                if (err != null) {
+                    failure.compareAndSet(null, err);
+                }
+                inFlight.release();
+            });
+            if (System.nanoTime() - lastReport > 30e9) {
+                lastReport = System.nanoTime();
+                log.printf("  %,d of %,d rows in %.0f s%n", id, e.rows(), (lastReport - t0) / 1e9);
+            }
+        }
+        inFlight.acquireUninterruptibly(e.loadThreads());
+        if (failure.get() != null) {
+            throw new IOException(
+                    "a write failed while loading: " + failure.get().getMessage(), failure.get());
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        log.printf("loaded in %.1f s; flushing%n", seconds);
+        for (int n = 1; n <= e.cluster().nodes(); n++) {
+            cluster.flush(n, KEYSPACE);
+        }
+        return seconds;
+    }
+
+    private MixResult measure(
+            RangeExperiment.Mix m,
+            SplittableRandom r,
+            TokenRangeScan scan,
+            CqlSession s,
+            PreparedStatement sai,
+            ConsistencyLevel cl) {
+        Map<String, Histogram> hist = new LinkedHashMap<>();
+        for (String v : e.variants()) {
+            hist.put(v, ClosedLoop.newHistogram());
+        }
+        long rows = 0;
+        int wrong = 0;
+        int total = e.warmupQueries() + e.queriesPerMix();
+        for (int q = 0; q < total; q++) {
+            double length = m.minLength() + r.nextDouble() * (m.maxLength() - m.minLength());
+            double from = r.nextDouble() * (1 - length);
+            double to = from + length;
+            List<String> order = new ArrayList<>(e.variants());
+            for (int i = order.size() - 1; i > 0; i--) { // a random order per query: no variant always goes first
+                int j = r.nextInt(i + 1);
+                order.set(j, order.set(i, order.get(j)));
+            }
+            Map<String, List<Long>> answers = new LinkedHashMap<>();
+            for (String v : order) {
+                long t0 = System.nanoTime();
+                List<Row> got = v.equals("scan") ? scan.between(from, to) : sai(s, sai, cl, from, to);
+                long nanos = System.nanoTime() - t0;
+                if (q >= e.warmupQueries()) {
+                    hist.get(v).recordValue(Math.min(nanos, hist.get(v).getHighestTrackableValue()));
+                }
+                answers.put(v, got.stream().map(row -> row.getLong("id")).toList());
+            }
+            if (answers.values().stream().distinct().count() > 1) {
+                wrong++;
+                log.printf(
+                        "  %s: the variants answered k in [%f, %f) differently: %s rows%n",
+                        m.label(),
+                        from,
+                        to,
+                        answers.entrySet().stream()
+                                .map(a -> a.getKey() + " " + a.getValue().size())
+                                .toList());
+            }
+            if (q >= e.warmupQueries()) {
+                rows += answers.values().iterator().next().size();
+            }
+        }
+        Map<String, Stats> stats = new LinkedHashMap<>();
+        hist.forEach((v, h) -> stats.put(v, Stats.of(h)));
+        MixResult result = new MixResult(
+                m.label(),
+                m.minLength(),
+                m.maxLength(),
+                e.queriesPerMix(),
+                rows / (double) e.queriesPerMix(),
+                stats,
+                wrong);
+        log.println(line(result));
+        return result;
+    }
+
+    /** SAI's answer, in the key's order as the scan's (SAI returns rows in token order). */
+    private static List<Row> sai(CqlSession s, PreparedStatement sai, ConsistencyLevel cl, double from, double to) {
+        List<Row> rows = new ArrayList<>();
+        for (Row row : s.execute(
+                sai.bind(from, to).setConsistencyLevel(cl).setPageSize(5_000).setTimeout(Duration.ofSeconds(120)))) {
+            rows.add(row);
+        }
+        rows.sort(Comparator.comparingDouble(row -> row.getDouble("k")));
+        return rows;
+    }
+
+    /** One line of the printed table: each variant's median and mean. */
+    static String line(MixResult m) {
+        StringBuilder b = new StringBuilder(String.format("  %-34s %10.0f rows", m.label(), m.rowsMean()));
+        m.variants()
+                .forEach((v, st) ->
+                        b.append(String.format("  %s median %9.1f ms mean %9.1f ms", v, st.medianMs(), st.meanMs())));
+        if (m.wrongResults() > 0) {
+            b.append("  WRONG RESULTS: ").append(m.wrongResults());
+        }
+        return b.toString();
+    }
+
+    private static String text(SplittableRandom r, int length) {
+        char[] c = new char[length];
+        for (int i = 0; i < length; i++) {
+            c[i] = (char) ('a' + r.nextInt(26));
+        }
+        return new String(c);
+    }
+}

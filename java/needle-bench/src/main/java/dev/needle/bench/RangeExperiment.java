@@ -1,0 +1,125 @@
+package dev.needle.bench;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A range-query experiment in the style of the 2015 dissertation's chapter 2: rows with a key in
+ * [0, 1) and {@code columns} text values, and mixes of queries {@code key >= a AND key < b} whose
+ * length {@code b - a} is drawn from each mix's interval, answered by each variant. Read from
+ * {@code bench/experiments/NAME.json}; fields in docs/harness.md.
+ *
+ * @param name          short name; results go to {@code bench/results/<name>/}
+ * @param title         what the experiment measures
+ * @param reproduces    the published table or figure it reproduces
+ * @param variants      "scan" (the parallel token-range scan) and/or "sai" (Cassandra's SAI on the key column)
+ * @param rows          rows loaded
+ * @param columns       text columns per row besides the key
+ * @param valueBytes    largest value of a column (each value's length is uniform in [1, valueBytes])
+ * @param mixes         the query mixes, each measured in turn
+ * @param queriesPerMix measured queries per mix (each answered by every variant, in a random order)
+ * @param warmupQueries queries per mix run first and not measured
+ * @param consistency   consistency level of every read and write
+ * @param scan          the parallel scan's options
+ * @param loadThreads   writes in flight while loading
+ * @param seed          seed of the data and of the queries
+ * @param cluster       nodes and replication factor
+ */
+public record RangeExperiment(
+        String name,
+        String title,
+        String reproduces,
+        List<String> variants,
+        int rows,
+        int columns,
+        int valueBytes,
+        List<Mix> mixes,
+        int queriesPerMix,
+        int warmupQueries,
+        String consistency,
+        Scan scan,
+        int loadThreads,
+        long seed,
+        Cluster cluster) {
+
+    /** Queries whose length is uniform in [minLength, maxLength). */
+    public record Mix(String label, double minLength, double maxLength) {}
+
+    /** See {@code dev.needle.range.TokenRangeScan.Builder}. */
+    public record Scan(int splitsPerNode, int concurrency, int pageSize) {}
+
+    public record Cluster(int nodes, int replicationFactor) {}
+
+    static final Set<String> VARIANTS = Set.of("scan", "sai");
+
+    /** Reads and checks {@code file}; every error names the file and the field. */
+    public static RangeExperiment read(Path file) {
+        RangeExperiment e = Experiment.readJson(file, RangeExperiment.class);
+        try {
+            e.validate();
+        } catch (IllegalArgumentException ex) {
+            throw new IllegalArgumentException(file + ": " + ex.getMessage());
+        }
+        Experiment.checkName(file, e.name());
+        return e;
+    }
+
+    void validate() {
+        require(
+                name != null && name.matches("[a-z0-9][a-z0-9-]*"),
+                "'name' must be lower-case letters, digits and dashes");
+        require(variants != null && !variants.isEmpty(), "'variants' must name at least one of " + VARIANTS);
+        for (String v : variants) {
+            require(VARIANTS.contains(v), "unknown variant '" + v + "'; known: " + VARIANTS);
+        }
+        require(rows > 0, "'rows' must be positive");
+        require(columns >= 1 && columns <= 20, "'columns' must be 1 to 20");
+        require(valueBytes >= 1, "'value_bytes' must be positive");
+        require(mixes != null && !mixes.isEmpty(), "'mixes' must hold at least one mix");
+        for (Mix m : mixes) {
+            require(
+                    m.minLength() > 0 && m.maxLength() > m.minLength() && m.maxLength() <= 1,
+                    "mix '" + m.label() + "': lengths must satisfy 0 < min_length < max_length <= 1");
+        }
+        require(queriesPerMix > 0 && warmupQueries >= 0, "'queries_per_mix' > 0 and 'warmup_queries' >= 0");
+        require(consistency != null, "'consistency' is required (e.g. \"ONE\")");
+        require(
+                scan != null && scan.splitsPerNode() > 0 && scan.concurrency() > 0 && scan.pageSize() > 0,
+                "'scan' needs positive splits_per_node, concurrency and page_size");
+        require(loadThreads > 0, "'load_threads' must be positive");
+        require(
+                cluster != null
+                        && cluster.nodes() >= 1
+                        && cluster.replicationFactor() >= 1
+                        && cluster.replicationFactor() <= cluster.nodes(),
+                "'cluster' needs 1 <= replication_factor <= nodes");
+    }
+
+    /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */
+    public RangeExperiment scaled(double f) {
+        require(f > 0, "scale must be > 0, got " + f);
+        return new RangeExperiment(
+                name,
+                title,
+                reproduces,
+                variants,
+                Math.max(100, (int) Math.round(rows * f)),
+                columns,
+                valueBytes,
+                mixes,
+                queriesPerMix,
+                warmupQueries,
+                consistency,
+                scan,
+                loadThreads,
+                seed,
+                cluster);
+    }
+
+    private static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException(message);
+        }
+    }
+}

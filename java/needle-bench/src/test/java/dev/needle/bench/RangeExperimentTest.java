@@ -1,0 +1,48 @@
+package dev.needle.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RangeExperimentTest {
+    private static final Path COMMITTED = Path.of("../../bench/experiments/range-mixes.json");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void theCommittedExperimentReadsAndScales() {
+        RangeExperiment e = RangeExperiment.read(COMMITTED);
+        assertEquals(1_000_000, e.rows());
+        assertEquals(3, e.mixes().size());
+        RangeExperiment quick = e.scaled(0.1);
+        assertEquals(100_000, quick.rows());
+        assertEquals(10, quick.queriesPerMix(), "the queries do not scale");
+        assertEquals(e.mixes(), quick.mixes(), "the mixes do not scale");
+    }
+
+    @Test
+    void mistakesAreNamed() throws IOException {
+        String valid = Files.readString(COMMITTED);
+        assertError("unknown field 'rowz'", valid.replace("\"rows\"", "\"rowz\""));
+        assertError("unknown variant 'rix'", valid.replace("[\"scan\", \"sai\"]", "[\"scan\", \"rix\"]"));
+        assertError("min_length < max_length", valid.replace("\"max_length\": 0.002", "\"max_length\": 0.00001"));
+        assertError(
+                "replication_factor <= nodes", valid.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
+        assertError("missing field 'queries_per_mix'", valid.replace("\"queries_per_mix\": 10,", ""));
+        assertError("its file must be range-mixes.json", valid);
+    }
+
+    private void assertError(String expected, String json) throws IOException {
+        Path f = dir.resolve("range-other.json");
+        Files.writeString(f, json);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> RangeExperiment.read(f));
+        assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should say " + expected);
+    }
+}

@@ -1,0 +1,150 @@
+package dev.needle.cassandra;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.cql.Row;
+import dev.needle.bench.RangeBench;
+import dev.needle.bench.RangeExperiment;
+import dev.needle.range.TokenRangeScan;
+import dev.needle.testkit.LocalCluster;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The parallel token-range scan (the "no index" strategy of range queries) on 3 nodes with
+ * replication factor 3: random ranges of a table with keys in [0, 1), as in the 2015
+ * dissertation's range-query chapter, each answer compared with a model of every write
+ * (inserts, updates and deletes), at QUORUM and ONE, and at QUORUM again with a node killed; and
+ * the range-query experiment of the harness ({@code needle-bench range}) on the same cluster, small.
+ */
+class RangeScanIT {
+    private static final int ROWS = 3_000;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void everyRangeAnswersWhatWasWrittenAtEveryConsistencyLevelWithANodeDown() throws Exception {
+        long seed = Long.getLong("needle.it.seed", System.nanoTime());
+        SplittableRandom r = new SplittableRandom(seed);
+        TreeMap<Double, String> model = new TreeMap<>();
+        try (LocalCluster cluster = LocalCluster.start(3);
+                CqlSession s = cluster.session(1)) {
+            s.execute("CREATE KEYSPACE rs WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}");
+            s.execute("CREATE TABLE rs.data (k double PRIMARY KEY, f1 text, f2 text, f3 text, f4 text, f5 text)");
+            PreparedStatement insert =
+                    s.prepare("INSERT INTO rs.data (k, f1, f2, f3, f4, f5) VALUES (?, ?, ?, ?, ?, ?)");
+            PreparedStatement delete = s.prepare("DELETE FROM rs.data WHERE k = ?");
+            List<Double> keys = new ArrayList<>();
+            for (int i = 0; i < ROWS; i++) {
+                double k = r.nextDouble();
+                String v = "v" + i;
+                s.execute(insert.bind(k, v, v + "-2", v + "-3", v + "-4", v + "-5")
+                        .setConsistencyLevel(ConsistencyLevel.QUORUM));
+                model.put(k, v);
+                keys.add(k);
+            }
+            for (int i = 0; i < ROWS / 10; i++) { // updates and deletes of written keys
+                double k = keys.get(r.nextInt(keys.size()));
+                if (r.nextBoolean()) {
+                    s.execute(delete.bind(k).setConsistencyLevel(ConsistencyLevel.QUORUM));
+                    model.remove(k);
+                } else {
+                    String v = "u" + i;
+                    s.execute(insert.bind(k, v, v + "-2", v + "-3", v + "-4", v + "-5")
+                            .setConsistencyLevel(ConsistencyLevel.QUORUM));
+                    model.put(k, v);
+                }
+            }
+            cluster.flush(2, "rs"); // some rows in SSTables on one replica, the rest in memtables
+            TokenRangeScan quorum = TokenRangeScan.on(s, "rs", "data", "k")
+                    .consistency(ConsistencyLevel.QUORUM)
+                    .columns("k", "f1", "f5")
+                    .build();
+            TokenRangeScan one = TokenRangeScan.on(s, "rs", "data", "k")
+                    .consistency(ConsistencyLevel.ONE)
+                    .splitsPerNode(7)
+                    .concurrency(3)
+                    .pageSize(50)
+                    .build();
+            assertTrue(
+                    quorum.splits().size() >= 12,
+                    "at least 4 splits per node: " + quorum.splits().size());
+            int queries = 0;
+            for (int i = 0; i < 20; i++) {
+                queries += check(quorum, model, r, "QUORUM");
+                queries += check(one, model, r, "ONE");
+            }
+            rangeExperiment(cluster);
+            cluster.kill(3);
+            for (int i = 0; i < 10; i++) {
+                queries += check(quorum, model, r, "QUORUM with node 3 killed");
+            }
+            System.out.println("RangeScanIT: " + queries + " ranges compared with the model, "
+                    + quorum.splits().size() + " and " + one.splits().size() + " splits, seed " + seed);
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> TokenRangeScan.on(s, "rs", "missing", "k").build(),
+                    "a table that does not exist is named in the error");
+        } catch (AssertionError e) {
+            throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** A small range experiment: every variant measured on every mix, and the same answers. */
+    private void rangeExperiment(LocalCluster cluster) throws Exception {
+        Path file = dir.resolve("range-it.json");
+        Files.writeString(file, """
+                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai"],
+                 "rows": 2000, "columns": 2, "value_bytes": 20,
+                 "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
+                           {"label": "long", "min_length": 0.5, "max_length": 0.9}],
+                 "queries_per_mix": 3, "warmup_queries": 1, "consistency": "QUORUM",
+                 "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
+                 "load_threads": 8, "seed": 7, "cluster": {"nodes": 3, "replication_factor": 3}}
+                """);
+        RangeBench.Result r =
+                new RangeBench(RangeExperiment.read(file), cluster, System.out).run("RangeScanIT", dir.resolve("out"));
+        assertTrue(Files.isRegularFile(dir.resolve("out").resolve("results.json")));
+        assertEquals(2, r.mixes().size());
+        for (RangeBench.MixResult m : r.mixes()) {
+            assertEquals(0, m.wrongResults(), m.label() + ": the scan and SAI answered differently");
+            assertEquals(List.of("scan", "sai"), List.copyOf(m.variants().keySet()));
+            assertTrue(m.variants().values().stream().allMatch(st -> st.medianMs() > 0), m.label());
+        }
+        double shortRows = r.mixes().get(0).rowsMean(),
+                longRows = r.mixes().get(1).rowsMean();
+        assertTrue(shortRows < 10 && longRows > 900, "rows per query: " + shortRows + " and " + longRows);
+    }
+
+    /** One random range (short, medium or long, as the seed's three mixes) against the model. */
+    private static int check(TokenRangeScan scan, TreeMap<Double, String> model, SplittableRandom r, String what) {
+        double[] lengths = {0.0001 + r.nextDouble() * 0.0019, 0.002 + r.nextDouble() * 0.098, 0.1 + r.nextDouble() * 0.9
+        };
+        double length = lengths[r.nextInt(lengths.length)];
+        double from = r.nextDouble() * (1 - Math.min(length, 0.999));
+        double to = from + length;
+        List<String> expected = new ArrayList<>();
+        for (Map.Entry<Double, String> e : model.subMap(from, true, to, false).entrySet()) {
+            expected.add(e.getKey() + "=" + e.getValue());
+        }
+        List<String> got = new ArrayList<>();
+        for (Row row : scan.between(from, to)) {
+            got.add(row.getDouble("k") + "=" + row.getString("f1"));
+        }
+        assertEquals(expected, got, what + ": k in [" + from + ", " + to + ")");
+        return 1;
+    }
+}

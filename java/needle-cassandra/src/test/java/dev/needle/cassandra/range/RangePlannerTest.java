@@ -1,0 +1,88 @@
+package dev.needle.cassandra.range;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.needle.cassandra.range.RangePlanner.Strategy;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class RangePlannerTest {
+    /** What each strategy really costs on a made-up cluster (ms): the scan is flat, the index per row. */
+    private static double truth(Strategy s, double rows) {
+        return switch (s) {
+            case SCAN -> 400 + 0.0005 * rows;
+            case SAI -> 15 + 0.01 * rows;
+            case INDEX -> 2 + 0.004 * rows;
+        };
+    }
+
+    private static double best(double rows) {
+        double b = Double.MAX_VALUE;
+        for (Strategy s : Strategy.values()) {
+            b = Math.min(b, truth(s, rows));
+        }
+        return b;
+    }
+
+    /**
+     * Calibrated wrong (fixed costs 3x, per-row costs 2x or half), the planner learns from the
+     * latencies it observes, with noise: after a warm-up, over a sweep of selectivities from one
+     * row to a million, its choices are within 1.25x of the best strategy's latency.
+     */
+    @Test
+    void observedLatenciesCorrectAWrongCalibration() {
+        RangePlanner p = new RangePlanner(
+                Map.of(
+                        Strategy.SCAN, new double[] {1200, 0.001},
+                        Strategy.SAI, new double[] {5, 0.02},
+                        Strategy.INDEX, new double[] {6, 0.008}),
+                20,
+                16,
+                3);
+        SplittableRandom r = new SplittableRandom(1);
+        EnumSet<Strategy> all = EnumSet.allOf(Strategy.class);
+        for (int q = 0; q < 3_000; q++) {
+            double rows = Math.pow(10, 6 * r.nextDouble());
+            RangePlanner.Decision d = p.choose(rows, all);
+            p.observe(d.strategy(), rows, truth(d.strategy(), rows) * (0.9 + 0.2 * r.nextDouble()));
+        }
+        int within = 0, points = 0;
+        double worst = 0;
+        for (double exponent = 0; exponent <= 6; exponent += 0.05) {
+            double rows = Math.pow(10, exponent);
+            Strategy s = p.choose(rows, all).strategy();
+            double ratio = truth(s, rows) / best(rows);
+            worst = Math.max(worst, ratio);
+            within += ratio <= 1.25 ? 1 : 0;
+            points++;
+        }
+        assertEquals(points, within, "choices within 1.25x of the best; worst " + worst);
+        double[] index = p.coefficients(Strategy.INDEX);
+        assertEquals(0.004, index[1], 0.001, "the index's cost per row, learned");
+    }
+
+    @Test
+    void aStrategyThatIsNotAvailableIsNeverChosen() {
+        RangePlanner p = new RangePlanner(
+                Map.of(Strategy.SCAN, new double[] {400, 0.0005}, Strategy.INDEX, new double[] {2, 0.004}), 20, 2, 3);
+        for (int i = 0; i < 10; i++) {
+            assertEquals(Strategy.SCAN, p.choose(10, EnumSet.of(Strategy.SCAN)).strategy());
+        }
+    }
+
+    @Test
+    void anIndexQueryFarBeyondItsEstimateSwitchesToTheScan() {
+        RangePlanner p = new RangePlanner(
+                Map.of(Strategy.SCAN, new double[] {400, 0.0005}, Strategy.INDEX, new double[] {2, 0.004}), 20, 0, 3);
+        RangePlanner.Decision d = p.choose(100, EnumSet.of(Strategy.SCAN, Strategy.INDEX));
+        assertEquals(Strategy.INDEX, d.strategy());
+        assertFalse(p.switchToScan(d, 150, 10), "within ten times the estimate");
+        assertFalse(p.switchToScan(d, 5_000, 10), "the rest of the index is still cheaper than a scan");
+        assertTrue(p.switchToScan(d, 500_000, 10), "a scan now costs less than the index's remaining rows");
+        assertTrue(d.describe().startsWith("index for ~100 rows (expected: scan 400.1 index 2.4 ms)"), d.describe());
+    }
+}
