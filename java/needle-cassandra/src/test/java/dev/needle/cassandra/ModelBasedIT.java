@@ -261,22 +261,8 @@ class ModelBasedIT {
         while (coordinator == null) {
             coordinator = sessions[1 + r.nextInt(nodes)];
         }
-        Map<String, List<String>> got = new HashMap<>();
-        for (String t : new String[] {"needle", "twin"}) {
-            List<String> rows = new ArrayList<>();
-            // Read at the model's "now": TTLs are judged at that second however late a retried read runs.
-            for (Row row : execute(
-                            coordinator,
-                            SimpleStatement.newInstance("SELECT ck, v, s FROM ks." + t + " WHERE pk = ?", pk)
-                                    .setConsistencyLevel(ConsistencyLevel.ONE)
-                                    .setNowInSeconds(nowInSeconds))
-                    .all()) {
-                rows.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|"
-                        + row.getString(2));
-            }
-            got.put(t, rows);
-        }
-        List<String> needle = got.get("needle"), twin = got.get("twin");
+        List<String> needle = read(coordinator, "needle", pk, nowInSeconds);
+        List<String> twin = read(coordinator, "twin", pk, nowInSeconds);
         if (needle.equals(expected)) {
             if (!twin.equals(expected)) {
                 assertTrue(losses.crashes > 0, "twin table, partition " + pk + ": " + twin + ", expected " + expected);
@@ -293,6 +279,21 @@ class ModelBasedIT {
                 needle,
                 "needle table, partition " + pk + " (the twin without the index answers " + twin + ")");
         return 1;
+    }
+
+    /** One partition of {@code ks.<table>} at ONE, read at the model's "now" (so TTLs are judged at that second however late a retried read runs). */
+    private static List<String> read(CqlSession coordinator, String table, int pk, int nowInSeconds) {
+        List<String> rows = new ArrayList<>();
+        for (Row row : execute(
+                        coordinator,
+                        SimpleStatement.newInstance("SELECT ck, v, s FROM ks." + table + " WHERE pk = ?", pk)
+                                .setConsistencyLevel(ConsistencyLevel.ONE)
+                                .setNowInSeconds(nowInSeconds))
+                .all()) {
+            rows.add((row.isNull(0) ? "null" : String.valueOf(row.getInt(0))) + "=" + row.getString(1) + "|"
+                    + row.getString(2));
+        }
+        return rows;
     }
 
     private static com.datastax.oss.driver.api.core.cql.ResultSet execute(CqlSession s, SimpleStatement st) {

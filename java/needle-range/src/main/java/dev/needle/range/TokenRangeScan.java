@@ -40,7 +40,7 @@ import java.util.stream.Collectors;
  */
 public final class TokenRangeScan {
     private final CqlSession session;
-    private final String column;
+    private final CqlIdentifier column;
     private final PreparedStatement fromRingStart;
     private final PreparedStatement bounded;
     private final ConsistencyLevel consistency;
@@ -51,7 +51,7 @@ public final class TokenRangeScan {
 
     private TokenRangeScan(Builder b) {
         this.session = b.session;
-        this.column = b.column;
+        this.column = CqlIdentifier.fromInternal(b.column);
         this.consistency = b.consistency;
         this.concurrency = b.concurrency;
         this.pageSize = b.pageSize;
@@ -61,7 +61,7 @@ public final class TokenRangeScan {
                 .flatMap(k -> k.getTable(b.table))
                 .orElseThrow(() -> new IllegalArgumentException("no table " + b.keyspace + "." + b.table
                         + " in the cluster's schema (check the keyspace and table names)"));
-        if (table.getColumn(CqlIdentifier.fromInternal(b.column)).isEmpty()) {
+        if (table.getColumn(column).isEmpty()) {
             throw new IllegalArgumentException("table " + b.keyspace + "." + b.table + " has no column " + b.column);
         }
         String key = table.getPartitionKey().stream()
@@ -73,7 +73,7 @@ public final class TokenRangeScan {
                 : b.columns.stream()
                         .map(c -> CqlIdentifier.fromInternal(c).asCql(true))
                         .collect(Collectors.joining(", "));
-        String col = CqlIdentifier.fromInternal(b.column).asCql(true);
+        String col = column.asCql(true);
         String from = "SELECT " + columns + " FROM " + table.getKeyspace().asCql(true) + "."
                 + table.getName().asCql(true) + " WHERE ";
         String range = col + " >= ? AND " + col + " < ? ALLOW FILTERING";
@@ -92,10 +92,17 @@ public final class TokenRangeScan {
 
     /** The splits of the ring as the cluster's token ranges cut them now. */
     public List<TokenSplit> splits() {
-        TokenMap tokens = session.getMetadata()
+        return splits(tokenMap());
+    }
+
+    private TokenMap tokenMap() {
+        return session.getMetadata()
                 .getTokenMap()
                 .orElseThrow(() -> new IllegalStateException(
                         "the driver has no token map: enable token metadata (advanced.metadata.token-map.enabled)"));
+    }
+
+    private List<TokenSplit> splits(TokenMap tokens) {
         if (!tokens.getPartitionerName().endsWith("Murmur3Partitioner")) {
             throw new IllegalStateException(
                     "only Murmur3Partitioner is supported, the cluster uses " + tokens.getPartitionerName());
@@ -122,7 +129,8 @@ public final class TokenRangeScan {
      * @throws RangeScanException when a split's read fails (naming the split); no partial answer
      */
     public List<Row> between(Object fromInclusive, Object toExclusive) {
-        List<TokenSplit> splits = splits();
+        TokenMap tokens = tokenMap();
+        List<TokenSplit> splits = splits(tokens);
         ExecutorService pool = Executors.newFixedThreadPool(Math.min(concurrency, splits.size()), r -> {
             Thread t = new Thread(r, "needle-range-scan");
             t.setDaemon(true);
@@ -131,12 +139,15 @@ public final class TokenRangeScan {
         try {
             List<Future<List<Row>>> parts = new ArrayList<>();
             for (TokenSplit s : splits) {
-                parts.add(pool.submit(() -> read(s, fromInclusive, toExclusive)));
+                parts.add(pool.submit(() -> read(tokens, s, fromInclusive, toExclusive)));
             }
-            List<Row> rows = new ArrayList<>();
+            // Each row's key decoded once, not at every comparison of the sort.
+            List<Keyed> rows = new ArrayList<>();
             for (int i = 0; i < parts.size(); i++) {
                 try {
-                    rows.addAll(parts.get(i).get());
+                    for (Row r : parts.get(i).get()) {
+                        rows.add(new Keyed(r.getObject(column), r));
+                    }
                 } catch (ExecutionException e) {
                     throw new RangeScanException(
                             "reading split " + splits.get(i) + " of " + splits.size() + " failed: "
@@ -144,8 +155,12 @@ public final class TokenRangeScan {
                             e.getCause());
                 }
             }
-            rows.sort(Comparator.comparing(this::key, TokenRangeScan::compare));
-            return rows;
+            rows.sort((a, b) -> compare(a.key(), b.key())); // a stable sort: ties stay in token order
+            List<Row> out = new ArrayList<>(rows.size());
+            for (Keyed k : rows) {
+                out.add(k.row());
+            }
+            return out;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RangeScanException("interrupted", e);
@@ -154,17 +169,14 @@ public final class TokenRangeScan {
         }
     }
 
-    private List<Row> read(TokenSplit s, Object from, Object to) {
+    private List<Row> read(TokenMap tokens, TokenSplit s, Object from, Object to) {
         BoundStatement st = s.fromRingStart()
                 ? fromRingStart.bind(s.upTo(), from, to)
                 : bounded.bind(s.after(), s.upTo(), from, to);
         st = st.setConsistencyLevel(consistency)
                 .setPageSize(pageSize)
                 .setTimeout(timeout)
-                .setRoutingToken(session.getMetadata()
-                        .getTokenMap()
-                        .map(m -> m.parse(Long.toString(s.upTo())))
-                        .orElse(null));
+                .setRoutingToken(tokens.parse(Long.toString(s.upTo())));
         List<Row> rows = new ArrayList<>();
         for (Row r : session.execute(st)) { // the driver fetches the next page as the loop reaches it
             rows.add(r);
@@ -172,9 +184,8 @@ public final class TokenRangeScan {
         return rows;
     }
 
-    private Object key(Row r) {
-        return r.getObject(CqlIdentifier.fromInternal(column));
-    }
+    /** A row with its value of the range column. */
+    private record Keyed(Object key, Row row) {}
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static int compare(Object a, Object b) {

@@ -55,13 +55,16 @@ public final class LeafDirectory<V> {
         if (leaves.isEmpty() || leaves.get(0).lowerBound() != null) {
             throw new IllegalArgumentException("the first leaf must start below every value (null lower bound)");
         }
-        for (int i = 2; i < leaves.size(); i++) {
-            if (order.compare(leaves.get(i - 1).lowerBound(), leaves.get(i).lowerBound()) >= 0) {
+        for (int i = 1; i < leaves.size(); i++) {
+            // Checked before any comparison, so that a second null bound is named, not a comparator's NPE.
+            Objects.requireNonNull(leaves.get(i).lowerBound(), "only the first leaf has no lower bound");
+            if (i >= 2
+                    && order.compare(
+                                    leaves.get(i - 1).lowerBound(),
+                                    leaves.get(i).lowerBound())
+                            >= 0) {
                 throw new IllegalArgumentException("lower bounds not strictly increasing at leaf " + i);
             }
-        }
-        for (int i = 1; i < leaves.size(); i++) {
-            Objects.requireNonNull(leaves.get(i).lowerBound(), "only the first leaf has no lower bound");
         }
         return new LeafDirectory<>(leaves, order, version);
     }

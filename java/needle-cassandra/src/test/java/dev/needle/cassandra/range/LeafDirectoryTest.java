@@ -90,6 +90,20 @@ class LeafDirectoryTest {
                         0));
     }
 
+    @Test
+    void aSecondLeafWithoutLowerBoundIsNamed() {
+        NullPointerException e = assertThrows(
+                NullPointerException.class,
+                () -> LeafDirectory.of(
+                        List.of(
+                                new LeafDirectory.Leaf<>(1, null, 0),
+                                new LeafDirectory.Leaf<Double>(2, null, 0),
+                                new LeafDirectory.Leaf<>(3, 0.5, 0)),
+                        ORDER,
+                        0));
+        assertEquals("only the first leaf has no lower bound", e.getMessage());
+    }
+
     /** Leaves of CAPACITY sorted values each (a leaf never starts inside a run of equal values). */
     private static LeafDirectory<Double> equiDepth(double[] sorted) {
         List<LeafDirectory.Leaf<Double>> leaves = new ArrayList<>();
