@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.range.RangeStatements;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.cassandra.views.NeedleViews;
 import dev.needle.filter.KeyState;
@@ -46,7 +47,10 @@ import org.apache.cassandra.utils.MD5Digest;
  *       ({@link NodeFilters#check}).
  * </ul>
  *
- * Everything else goes to Cassandra unchanged; a write through this handler is remembered so that
+ * A range SELECT on a column with a {@link NeedleRangeIndex} is answered from that index, and a
+ * write that sets such a column writes the index entries first ({@link RangeStatements}).
+ *
+ * <p>Everything else goes to Cassandra unchanged; a write through this handler is remembered so that
  * reads of its keys through this coordinator are not skipped on copies that may not know it yet.
  *
  * <p>Install with {@code -Dcassandra.custom_query_handler_class=dev.needle.cassandra.NeedleQueryHandler}.
@@ -85,7 +89,12 @@ public final class NeedleQueryHandler implements QueryHandler {
             Dispatcher.RequestTime requestTime)
             throws RequestExecutionException, RequestValidationException {
         return maybeSkip(
-                statement, state, options, () -> stock.process(statement, state, options, customPayload, requestTime));
+                statement,
+                state,
+                options,
+                customPayload,
+                requestTime,
+                () -> stock.process(statement, state, options, customPayload, requestTime));
     }
 
     @Override
@@ -111,20 +120,32 @@ public final class NeedleQueryHandler implements QueryHandler {
                 statement,
                 state,
                 options,
+                customPayload,
+                requestTime,
                 () -> stock.processPrepared(statement, state, options, customPayload, requestTime));
     }
 
-    /** Answers an eligible SELECT from the filters, or runs it the stock way and learns from an empty result. */
+    /**
+     * Answers an eligible SELECT from the filters or a range index, or runs it the stock way and
+     * learns from an empty result; writes the range index entries of a write before it is sent.
+     */
     private static ResultMessage maybeSkip(
             CQLStatement statement,
             QueryState state,
             QueryOptions options,
+            Map<String, ByteBuffer> customPayload,
+            Dispatcher.RequestTime requestTime,
             java.util.function.Supplier<ResultMessage> stockWay) {
         if (!(statement instanceof SelectStatement select)) {
             if (statement instanceof ModificationStatement write) {
                 recordWrite(write, state, options);
+                RangeStatements.beforeWrite(write, state, options, requestTime);
             }
             return stockWay.get();
+        }
+        ResultMessage ranged = RangeStatements.answer(select, state, options, customPayload, requestTime);
+        if (ranged != null) {
+            return ranged;
         }
         Decision d;
         try {
@@ -158,6 +179,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         for (int i = 0; i < writes.size(); i++) {
             recordWrite(writes.get(i), state, options.forStatement(i));
         }
+        RangeStatements.beforeBatch(statement, state, options, requestTime);
         return stock.processBatch(statement, state, options, customPayload, requestTime);
     }
 

@@ -22,13 +22,24 @@ import java.util.function.ToDoubleFunction;
 public final class LeafDirectory<V> {
     /**
      * One leaf: the values from {@code lowerBound} (inclusive; null for the first leaf, which starts
-     * below every value) up to the next leaf's lower bound (exclusive).
+     * below every value) up to the next leaf's lower bound (exclusive). A leaf split off another
+     * and not yet settled names that leaf in {@code dualOf} (else -1): its entries are written to
+     * both and read from both, so that nodes that do not know of the split yet still find them.
      */
-    public record Leaf<V>(long id, V lowerBound, long rows) {
+    public record Leaf<V>(long id, V lowerBound, long rows, long dualOf) {
         public Leaf {
             if (rows < 0) {
                 throw new IllegalArgumentException("negative row count " + rows);
             }
+        }
+
+        /** A settled leaf. */
+        public Leaf(long id, V lowerBound, long rows) {
+            this(id, lowerBound, rows, -1);
+        }
+
+        public boolean dual() {
+            return dualOf >= 0;
         }
     }
 
@@ -149,7 +160,9 @@ public final class LeafDirectory<V> {
     public LeafDirectory<V> withRows(long id, long rows) {
         List<Leaf<V>> next = new ArrayList<>(leaves);
         int i = position(id);
-        next.set(i, new Leaf<>(id, leaves.get(i).lowerBound(), rows));
+        next.set(
+                i,
+                new Leaf<>(id, leaves.get(i).lowerBound(), rows, leaves.get(i).dualOf()));
         return new LeafDirectory<>(next, order, version);
     }
 

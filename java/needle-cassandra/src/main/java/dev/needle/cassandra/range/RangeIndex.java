@@ -1,0 +1,268 @@
+package dev.needle.cassandra.range;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.cassandra.cql3.QueryProcessor;
+import org.apache.cassandra.cql3.UntypedResultSet;
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.apache.cassandra.locator.InetAddressAndPort;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.service.StorageService;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One ordered index on one node: its tables, its cached leaf directory, and whether every node
+ * has indexed the rows it held when the index was created. The query handler writes entries
+ * ({@link EntryWriter}) and answers range reads ({@link RangeRead}) through it; {@link
+ * LeafSplitter} changes its directory.
+ *
+ * <p>The directory is refreshed every second ({@link #refresh}); each node then records the
+ * version it acts on in the nodes table, which is how a split knows that every node writes and
+ * reads by the new leaves (docs/range-queries.md, "Leaf splits").
+ */
+public final class RangeIndex {
+    private static final Logger logger = LoggerFactory.getLogger(RangeIndex.class);
+
+    /** Entries per leaf before a split, unless the index's {@code leaf_size} option says otherwise. */
+    public static final int DEFAULT_LEAF_SIZE = 20_000;
+
+    private final TableMetadata base;
+    private final ColumnMetadata column;
+    private final UUID indexId;
+    private final RangeTables tables;
+    private final int leafSize;
+    private volatile LeafDirectory<ByteBuffer> directory;
+    /** The directory's rows as last read (the splitter reads states and counter bases from them). */
+    volatile Map<Long, UntypedResultSet.Row> directoryRows = Map.of();
+
+    private volatile Boolean ready;
+    private volatile boolean built;
+    private final Map<Long, LongAdder> written = new ConcurrentHashMap<>();
+    private final Map<Long, java.util.concurrent.atomic.AtomicInteger> inUse = new ConcurrentHashMap<>();
+
+    RangeIndex(TableMetadata base, ColumnMetadata column, UUID indexId, String indexName, int leafSize) {
+        this.base = base;
+        this.column = column;
+        this.indexId = indexId;
+        this.tables = new RangeTables(
+                base.keyspace, indexName, column.type.asCQL3Type().toString());
+        this.leafSize = leafSize;
+    }
+
+    public TableMetadata base() {
+        return base;
+    }
+
+    public ColumnMetadata column() {
+        return column;
+    }
+
+    public RangeTables tables() {
+        return tables;
+    }
+
+    public int leafSize() {
+        return leafSize;
+    }
+
+    @SuppressWarnings("unchecked")
+    AbstractType<Object> type() {
+        return (AbstractType<Object>) column.type;
+    }
+
+    /** The level index entries are written and read at for a statement at {@code cl}: at least a quorum. */
+    public static ConsistencyLevel entryLevel(ConsistencyLevel cl) {
+        return switch (cl) {
+            case ALL, EACH_QUORUM, QUORUM, LOCAL_QUORUM -> cl;
+            case LOCAL_ONE -> ConsistencyLevel.LOCAL_QUORUM;
+            default -> ConsistencyLevel.QUORUM;
+        };
+    }
+
+    /**
+     * Whether every node of the ring has indexed its old rows: only then may a read use the index.
+     * Learned by each refresh; the first call on a node that has not refreshed yet asks at once.
+     */
+    public boolean ready() {
+        Boolean r = ready;
+        if (r == null) {
+            r = everyNode(version -> true, true);
+            ready = r;
+        }
+        return r;
+    }
+
+    /** The directory this node acts on, read at once if it has none yet. */
+    public LeafDirectory<ByteBuffer> directory() {
+        LeafDirectory<ByteBuffer> d = directory;
+        if (d == null) {
+            d = loadDirectory();
+        }
+        return d;
+    }
+
+    /**
+     * The directory for one operation (a write's entries, a page of a read), counted as in use
+     * until {@link #release}: the version this node reports is the oldest one in use, so a split
+     * moves on only when no operation anywhere still acts on the version before it.
+     */
+    LeafDirectory<ByteBuffer> acquire() {
+        while (true) {
+            LeafDirectory<ByteBuffer> d = directory();
+            inUse.computeIfAbsent(d.version(), v -> new java.util.concurrent.atomic.AtomicInteger())
+                    .incrementAndGet();
+            if (directory == d) {
+                return d;
+            }
+            release(d); // refreshed meanwhile: take the new one (the refresh may not have counted this)
+        }
+    }
+
+    void release(LeafDirectory<ByteBuffer> d) {
+        inUse.get(d.version()).decrementAndGet();
+    }
+
+    /** The oldest directory version an operation on this node still acts on, at most {@code current}. */
+    private long oldestInUse(long current) {
+        long oldest = current;
+        for (Map.Entry<Long, java.util.concurrent.atomic.AtomicInteger> e : inUse.entrySet()) {
+            if (e.getValue().get() > 0) {
+                oldest = Math.min(oldest, e.getKey());
+            }
+        }
+        return oldest;
+    }
+
+    /** Counts an entry written to a leaf (the splitter's hint of which leaves to count). */
+    void wrote(long leaf) {
+        written.computeIfAbsent(leaf, l -> new LongAdder()).increment();
+    }
+
+    /** Creates the tables and the first directory if missing (idempotent, on any node). */
+    void ensureTables() {
+        tables.create();
+        QueryProcessor.execute(
+                "INSERT INTO " + tables.q(tables.directory())
+                        + " (part, version, leaf, state, old_leaf, entry_count) VALUES (0, 1, 0, 'live', -1, 0)"
+                        + " IF NOT EXISTS",
+                ConsistencyLevel.QUORUM);
+    }
+
+    /** Reads the directory at QUORUM and makes it this node's. */
+    LeafDirectory<ByteBuffer> loadDirectory() {
+        UntypedResultSet rows = QueryProcessor.execute(
+                "SELECT version, leaf, lower, state, old_leaf, entry_count, counted_at FROM "
+                        + tables.q(tables.directory()) + " WHERE part = 0",
+                ConsistencyLevel.QUORUM);
+        if (rows.isEmpty()) {
+            throw new IllegalStateException("the leaf directory of index " + tables.index() + " on " + base
+                    + " is missing (table " + tables.q(tables.directory()) + ")");
+        }
+        long version = rows.iterator().next().getLong("version");
+        List<LeafDirectory.Leaf<ByteBuffer>> leaves = new ArrayList<>();
+        Map<Long, UntypedResultSet.Row> rowsOf = new java.util.HashMap<>();
+        for (UntypedResultSet.Row r : rows) {
+            leaves.add(new LeafDirectory.Leaf<>(
+                    r.getLong("leaf"),
+                    r.has("lower") ? r.getBytes("lower") : null,
+                    r.has("entry_count") ? Math.max(0, r.getLong("entry_count")) : 0,
+                    "dual".equals(r.getString("state")) ? r.getLong("old_leaf") : -1));
+            rowsOf.put(r.getLong("leaf"), r);
+        }
+        leaves.sort((a, b) ->
+                a.lowerBound() == null ? -1 : b.lowerBound() == null ? 1 : compare(a.lowerBound(), b.lowerBound()));
+        LeafDirectory<ByteBuffer> d = LeafDirectory.of(leaves, this::compare, version);
+        directory = d;
+        directoryRows = rowsOf;
+        return d;
+    }
+
+    int compare(ByteBuffer a, ByteBuffer b) {
+        return column.type.compare(a, b);
+    }
+
+    /**
+     * Once a second: reloads the directory, records the oldest version this node acts on (and,
+     * once done, that it has indexed its old rows), adds the counts of written entries, and
+     * learns whether every node is ready.
+     */
+    void refresh() {
+        LeafDirectory<ByteBuffer> d = loadDirectory();
+        UUID self = StorageService.instance.getLocalHostUUID();
+        // 'built' is only ever set: a node restarting has not re-read it yet, and must not unset it.
+        QueryProcessor.execute(
+                "INSERT INTO " + tables.q(tables.nodes()) + " (node, index_id, version" + (built ? ", built)" : ")")
+                        + " VALUES (?, ?, ?" + (built ? ", true)" : ")"),
+                ConsistencyLevel.QUORUM,
+                self,
+                indexId,
+                oldestInUse(d.version()));
+        for (Map.Entry<Long, LongAdder> e : written.entrySet()) {
+            long n = e.getValue().sumThenReset();
+            if (n > 0) {
+                QueryProcessor.execute(
+                        "UPDATE " + tables.q(tables.counts()) + " SET written = written + ? WHERE leaf = ?",
+                        ConsistencyLevel.ONE,
+                        n,
+                        e.getKey());
+            }
+        }
+        ready = everyNode(version -> true, true);
+    }
+
+    /** Marks this node's old rows indexed (recorded at the next refresh). */
+    void markBuilt() {
+        built = true;
+    }
+
+    boolean built() {
+        return built;
+    }
+
+    /** Whether this node recorded earlier (before a restart) that it indexed its old rows. */
+    boolean builtBefore() {
+        UntypedResultSet rows = QueryProcessor.execute(
+                "SELECT built FROM " + tables.q(tables.nodes()) + " WHERE index_id = ? AND node = ?",
+                ConsistencyLevel.QUORUM,
+                indexId,
+                StorageService.instance.getLocalHostUUID());
+        return !rows.isEmpty() && rows.one().has("built") && rows.one().getBoolean("built");
+    }
+
+    /**
+     * Whether every node of the ring has recorded a directory version that {@code accepts}, for
+     * this index (and, if {@code mustBeBuilt}, that it indexed its old rows).
+     */
+    boolean everyNode(java.util.function.LongPredicate accepts, boolean mustBeBuilt) {
+        UntypedResultSet rows = QueryProcessor.execute(
+                "SELECT node, version, built FROM " + tables.q(tables.nodes()) + " WHERE index_id = ?",
+                ConsistencyLevel.QUORUM,
+                indexId);
+        Map<UUID, UntypedResultSet.Row> byNode = new java.util.HashMap<>();
+        for (UntypedResultSet.Row r : rows) {
+            byNode.put(r.getUUID("node"), r);
+        }
+        for (InetAddressAndPort ep : StorageService.instance.getTokenMetadata().getAllEndpoints()) {
+            UntypedResultSet.Row r = byNode.get(StorageService.instance.getHostIdForEndpoint(ep));
+            if (r == null
+                    || !r.has("version")
+                    || !accepts.test(r.getLong("version"))
+                    || (mustBeBuilt && !(r.has("built") && r.getBoolean("built")))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    void logRefreshFailure(Exception e) {
+        logger.warn("Needle range index {}.{}: refresh failed (retried in a second)", base.keyspace, tables.index(), e);
+    }
+}

@@ -1,0 +1,352 @@
+package dev.needle.cassandra.range;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableSet;
+import java.util.TreeSet;
+import org.apache.cassandra.cql3.QueryOptions;
+import org.apache.cassandra.cql3.ResultSet;
+import org.apache.cassandra.cql3.selection.ResultSetBuilder;
+import org.apache.cassandra.cql3.statements.SelectStatement;
+import org.apache.cassandra.db.Clustering;
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.RegularAndStaticColumns;
+import org.apache.cassandra.db.SinglePartitionReadCommand;
+import org.apache.cassandra.db.filter.ClusteringIndexNamesFilter;
+import org.apache.cassandra.db.filter.ColumnFilter;
+import org.apache.cassandra.db.filter.DataLimits;
+import org.apache.cassandra.db.filter.RowFilter;
+import org.apache.cassandra.db.partitions.PartitionIterator;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.db.rows.RowIterator;
+import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.service.QueryState;
+import org.apache.cassandra.service.StorageProxy;
+import org.apache.cassandra.service.pager.PagingState;
+import org.apache.cassandra.transport.Dispatcher;
+import org.apache.cassandra.transport.messages.ResultMessage;
+import org.apache.cassandra.utils.ByteBufferUtil;
+
+/**
+ * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
+ * their rows by primary key at the statement's consistency level (in parallel, a batch at a
+ * time), keeps a row only if it still holds the entry's value and satisfies every restriction of
+ * the statement (so stale entries are dropped), and returns the rows in the indexed column's
+ * order, a page at a time. The paging state it returns holds the last entry read, so the next
+ * page starts after it whatever the directory has become meanwhile.
+ *
+ * <p>A row changed while a query runs may be returned at its old or its new value, or (if it
+ * moved within the range against the read's direction) not at all: as a scan, a range query is
+ * not a snapshot. Rows that do not change while it runs are returned exactly once.
+ */
+public final class RangeRead {
+    /** Entries whose rows are fetched together (one parallel read). */
+    static final int FETCH_BATCH = 256;
+
+    private RangeRead() {}
+
+    /** What an answer cost: entries read, rows returned, index partitions read. */
+    public record Work(long entries, long rows, long partitionReads) {}
+
+    /** The answer and its cost. */
+    public record Answer(ResultMessage.Rows message, Work work) {}
+
+    /** The value bounds of the statement's restrictions on the indexed column; null if it has none. */
+    public static EntryCursor.Bound[] bounds(RangeIndex index, RowFilter filter) {
+        EntryCursor.Bound lower = EntryCursor.Bound.NONE;
+        EntryCursor.Bound upper = EntryCursor.Bound.NONE;
+        boolean any = false;
+        for (RowFilter.Expression e : filter.getExpressions()) {
+            if (!e.column().equals(index.column())) {
+                continue;
+            }
+            ByteBuffer v = e.getIndexValue();
+            switch (e.operator()) {
+                case GT, GTE ->
+                    lower = maxLower(
+                            index,
+                            lower,
+                            new EntryCursor.Bound(v, e.operator() == org.apache.cassandra.cql3.Operator.GTE));
+                case LT, LTE ->
+                    upper = minUpper(
+                            index,
+                            upper,
+                            new EntryCursor.Bound(v, e.operator() == org.apache.cassandra.cql3.Operator.LTE));
+                case EQ -> {
+                    lower = maxLower(index, lower, new EntryCursor.Bound(v, true));
+                    upper = minUpper(index, upper, new EntryCursor.Bound(v, true));
+                }
+                default -> {
+                    return null;
+                }
+            }
+            any = true;
+        }
+        return any ? new EntryCursor.Bound[] {lower, upper} : null;
+    }
+
+    private static EntryCursor.Bound maxLower(RangeIndex index, EntryCursor.Bound a, EntryCursor.Bound b) {
+        if (a.value() == null) {
+            return b;
+        }
+        int c = index.compare(a.value(), b.value());
+        return c > 0 || (c == 0 && !a.inclusive()) ? a : b;
+    }
+
+    private static EntryCursor.Bound minUpper(RangeIndex index, EntryCursor.Bound a, EntryCursor.Bound b) {
+        if (a.value() == null) {
+            return b;
+        }
+        int c = index.compare(a.value(), b.value());
+        return c < 0 || (c == 0 && !a.inclusive()) ? a : b;
+    }
+
+    /** Answers {@code select} (whose restrictions on the indexed column give {@code bounds}) from the index. */
+    public static Answer answer(
+            RangeIndex index,
+            SelectStatement select,
+            RowFilter filter,
+            EntryCursor.Bound[] bounds,
+            QueryState state,
+            QueryOptions options,
+            Dispatcher.RequestTime t) {
+        long nowInSec = options.getNowInSeconds(state);
+        int userLimit = select.getLimit(options);
+        PagingState paging = options.getPagingState();
+        EntryCursor.Position after = null;
+        int remaining = userLimit;
+        if (paging != null) {
+            after = decode(paging.partitionKey);
+            remaining = paging.remaining;
+        }
+        int pageSize = options.getPageSize();
+        int want = Math.min(remaining, pageSize > 0 ? pageSize : Integer.MAX_VALUE);
+        // The builder copies the metadata: the paging state goes on the built result's.
+        ResultSetBuilder result = new ResultSetBuilder(
+                select.getResultMetadata(), select.getSelection().newSelectors(options), false);
+        LeafDirectory<ByteBuffer> directory = index.acquire();
+        try {
+            return page(index, directory, select, filter, bounds, options, result, after, remaining, want, nowInSec, t);
+        } finally {
+            index.release(directory);
+        }
+    }
+
+    private static Answer page(
+            RangeIndex index,
+            LeafDirectory<ByteBuffer> directory,
+            SelectStatement select,
+            RowFilter filter,
+            EntryCursor.Bound[] bounds,
+            QueryOptions options,
+            ResultSetBuilder result,
+            EntryCursor.Position after,
+            int remaining,
+            int want,
+            long nowInSec,
+            Dispatcher.RequestTime t) {
+        ConsistencyLevel cl = options.getConsistency();
+        TableMetadata base = index.base();
+        EntryCursor cursor = new EntryCursor(
+                index,
+                directory,
+                RangeIndex.entryLevel(cl),
+                bounds[0],
+                bounds[1],
+                after,
+                Math.min(Math.max(want, 16), 5000));
+        long entries = 0;
+        int emitted = 0;
+        EntryCursor.Position last = null;
+        boolean more = true;
+        while (emitted < want) {
+            List<EntryCursor.Position> batch = new ArrayList<>(FETCH_BATCH);
+            EntryCursor.Position p;
+            while (batch.size() < FETCH_BATCH && (p = cursor.next()) != null) {
+                batch.add(p);
+            }
+            if (batch.isEmpty()) {
+                more = false;
+                break;
+            }
+            entries += batch.size();
+            Map<Key, Fetched> rows = fetch(index, batch, cl, nowInSec, t);
+            for (EntryCursor.Position e : batch) {
+                last = e;
+                Fetched f = rows.get(new Key(e.pk(), e.ck()));
+                if (f == null || !matches(index, filter, f, e, nowInSec)) {
+                    continue;
+                }
+                select.processPartition(new OneRow(base, f), options, result, nowInSec);
+                if (++emitted == want) {
+                    break;
+                }
+            }
+            if (emitted == want && last != batch.get(batch.size() - 1)) {
+                break; // the page is full inside this batch: the next page starts after 'last'
+            }
+        }
+        ResultSet rs = result.build();
+        if (emitted == want && more && remaining - emitted > 0 && last != null) {
+            ByteBuffer position = encode(last);
+            rs.metadata.setHasMorePages(new PagingState(position, null, remaining - emitted, Integer.MAX_VALUE));
+        }
+        return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads));
+    }
+
+    private static boolean matches(RangeIndex index, RowFilter filter, Fetched f, EntryCursor.Position e, long now) {
+        Cell<?> cell = f.row.getCell(index.column());
+        if (cell == null || !cell.isLive(now) || index.compare(cell.buffer(), e.value()) != 0) {
+            return false; // a stale entry: the row holds another value now, or none
+        }
+        return filter.isSatisfiedBy(index.base(), f.key, f.row, now);
+    }
+
+    private record Key(ByteBuffer pk, ByteBuffer ck) {}
+
+    private record Fetched(DecoratedKey key, Row staticRow, Row row) {}
+
+    /** Reads the rows of a batch of entries by primary key, one command per partition, at {@code cl}. */
+    private static Map<Key, Fetched> fetch(
+            RangeIndex index,
+            List<EntryCursor.Position> batch,
+            ConsistencyLevel cl,
+            long nowInSec,
+            Dispatcher.RequestTime t) {
+        TableMetadata base = index.base();
+        Map<ByteBuffer, NavigableSet<Clustering<?>>> byPartition = new LinkedHashMap<>();
+        for (EntryCursor.Position e : batch) {
+            byPartition
+                    .computeIfAbsent(e.pk(), k -> new TreeSet<>(base.comparator))
+                    .add(Clustering.serializer.deserialize(
+                            e.ck(), EntryWriter.CLUSTERING_FORMAT, base.comparator.subtypes()));
+        }
+        List<SinglePartitionReadCommand> commands = new ArrayList<>(byPartition.size());
+        ColumnFilter columns = ColumnFilter.all(base);
+        byPartition.forEach((pk, clusterings) -> commands.add(SinglePartitionReadCommand.create(
+                base,
+                nowInSec,
+                columns,
+                RowFilter.none(),
+                DataLimits.NONE,
+                base.partitioner.decorateKey(pk),
+                new ClusteringIndexNamesFilter(clusterings, false))));
+        Map<Key, Fetched> out = new HashMap<>();
+        try (PartitionIterator partitions =
+                StorageProxy.read(SinglePartitionReadCommand.Group.create(commands, DataLimits.NONE), cl, t)) {
+            while (partitions.hasNext()) {
+                try (RowIterator partition = partitions.next()) {
+                    DecoratedKey key = partition.partitionKey();
+                    Row staticRow = partition.staticRow();
+                    while (partition.hasNext()) {
+                        Row row = partition.next();
+                        out.put(
+                                new Key(key.getKey(), EntryWriter.clustering(index, row.clustering())),
+                                new Fetched(key, staticRow, row));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** One fetched row as a partition of one row, as the statement's selection processes it. */
+    private static final class OneRow implements RowIterator {
+        private final TableMetadata metadata;
+        private final Fetched f;
+        private boolean done;
+
+        OneRow(TableMetadata metadata, Fetched f) {
+            this.metadata = metadata;
+            this.f = f;
+        }
+
+        @Override
+        public TableMetadata metadata() {
+            return metadata;
+        }
+
+        @Override
+        public boolean isReverseOrder() {
+            return false;
+        }
+
+        @Override
+        public RegularAndStaticColumns columns() {
+            return metadata.regularAndStaticColumns();
+        }
+
+        @Override
+        public DecoratedKey partitionKey() {
+            return f.key;
+        }
+
+        @Override
+        public Row staticRow() {
+            return f.staticRow;
+        }
+
+        @Override
+        public boolean hasNext() {
+            return !done;
+        }
+
+        @Override
+        public Row next() {
+            done = true;
+            return f.row;
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /** The paging state's payload: the last entry read (value, partition key, clustering), length-prefixed. */
+    static ByteBuffer encode(EntryCursor.Position p) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeByte(1); // format
+            for (ByteBuffer b : new ByteBuffer[] {p.value(), p.pk(), p.ck()}) {
+                out.writeInt(b.remaining());
+                out.write(ByteBufferUtil.getArray(b));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return ByteBuffer.wrap(bytes.toByteArray());
+    }
+
+    static EntryCursor.Position decode(ByteBuffer state) {
+        ByteBuffer b = state.duplicate();
+        try {
+            if (b.get() != 1) {
+                throw new InvalidRequestException("not a paging state of a Needle range query");
+            }
+            ByteBuffer[] parts = new ByteBuffer[3];
+            for (int i = 0; i < 3; i++) {
+                int n = b.getInt();
+                ByteBuffer part = b.slice();
+                part.limit(n);
+                parts[i] = part;
+                b.position(b.position() + n);
+            }
+            return new EntryCursor.Position(parts[0], parts[1], parts[2]);
+        } catch (RuntimeException e) {
+            if (e instanceof InvalidRequestException ire) {
+                throw ire;
+            }
+            throw new InvalidRequestException("a corrupt paging state for a Needle range query: " + e);
+        }
+    }
+}

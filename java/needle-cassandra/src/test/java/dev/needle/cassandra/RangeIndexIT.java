@@ -1,0 +1,191 @@
+package dev.needle.cassandra;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.cql.BatchStatement;
+import com.datastax.oss.driver.api.core.cql.DefaultBatchType;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.cql.Row;
+import com.datastax.oss.driver.api.core.cql.Statement;
+import dev.needle.testkit.LocalCluster;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Needle's ordered index ({@link NeedleRangeIndex}) on 3 nodes with replication factor 3, at
+ * QUORUM: rows written before the index exists and after, random inserts, updates of the indexed
+ * value and of other columns, deletes, nulls and batches; leaves small enough to split many times
+ * while the test runs; a node killed with kill -9 and started again. Every range answer from the
+ * index, read page by page with random page sizes, must equal a model of the writes and the
+ * answer of the stock way (every node scanned, asked for by the custom payload).
+ */
+class RangeIndexIT {
+    private static final String INDEX_CLASS = "dev.needle.cassandra.NeedleRangeIndex";
+    private static final Map<String, ByteBuffer> STOCK =
+            Map.of("needle.range", ByteBuffer.wrap("stock".getBytes(StandardCharsets.UTF_8)));
+
+    private record Value(double k, String v) {}
+
+    @Test
+    void rangeAnswersEqualTheModelAndTheStockWayThroughSplitsAKilledNodeAndARestart() throws Exception {
+        long seed = Long.getLong("needle.it.seed", System.nanoTime());
+        int ops = Integer.getInteger("needle.range.ops", 3_000);
+        SplittableRandom r = new SplittableRandom(seed);
+        Map<Long, Value> model = new HashMap<>();
+        int compared = 0;
+        long nextId = 0;
+        try (LocalCluster cluster = LocalCluster.start(3);
+                CqlSession s = cluster.session(1)) {
+            s.execute("CREATE KEYSPACE ri WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}");
+            s.execute("CREATE TABLE ri.t (id bigint PRIMARY KEY, k double, v text)");
+            PreparedStatement insert = s.prepare("INSERT INTO ri.t (id, k, v) VALUES (?, ?, ?)");
+            PreparedStatement setK = s.prepare("UPDATE ri.t SET k = ? WHERE id = ?");
+            PreparedStatement setV = s.prepare("UPDATE ri.t SET v = ? WHERE id = ?");
+            PreparedStatement delete = s.prepare("DELETE FROM ri.t WHERE id = ?");
+            for (; nextId < 300; nextId++) { // rows the index finds when it is created
+                double k = r.nextDouble();
+                s.execute(quorum(insert.bind(nextId, k, "a" + nextId)));
+                model.put(nextId, new Value(k, "a" + nextId));
+            }
+            s.execute("CREATE CUSTOM INDEX t_k ON ri.t (k) USING '" + INDEX_CLASS
+                    + "' WITH OPTIONS = {'leaf_size': '64'}");
+            awaitBuilt(s);
+            PreparedStatement range = s.prepare("SELECT id, k, v FROM ri.t WHERE k >= ? AND k < ?");
+            for (int op = 0; op < ops; op++) {
+                if (op == ops / 3) {
+                    cluster.kill(3);
+                } else if (op == 2 * ops / 3) {
+                    cluster.startNode(3);
+                } else if (op % 500 == 250) {
+                    cluster.flush(1 + r.nextInt(2), "ri");
+                }
+                int dice = r.nextInt(100);
+                List<Long> ids = new ArrayList<>(model.keySet());
+                if (dice < 35 || ids.isEmpty()) {
+                    double k = r.nextDouble();
+                    s.execute(quorum(insert.bind(nextId, k, "i" + op)));
+                    model.put(nextId++, new Value(k, "i" + op));
+                } else if (dice < 55) {
+                    long id = ids.get(r.nextInt(ids.size()));
+                    double k = r.nextDouble();
+                    s.execute(quorum(setK.bind(k, id)));
+                    model.put(id, new Value(k, model.get(id).v()));
+                } else if (dice < 62) {
+                    long id = ids.get(r.nextInt(ids.size()));
+                    s.execute(quorum(setV.bind("u" + op, id)));
+                    model.put(id, new Value(model.get(id).k(), "u" + op));
+                } else if (dice < 72) {
+                    long id = ids.get(r.nextInt(ids.size()));
+                    s.execute(quorum(delete.bind(id)));
+                    model.remove(id);
+                } else if (dice < 75) {
+                    long id = ids.get(r.nextInt(ids.size()));
+                    s.execute(quorum(setK.bind(null, id))); // no value: in no range
+                    model.put(id, new Value(Double.NaN, model.get(id).v()));
+                } else if (dice < 80) {
+                    BatchStatement batch = BatchStatement.newInstance(DefaultBatchType.LOGGED);
+                    for (int i = 0; i < 3; i++) {
+                        double k = r.nextDouble();
+                        batch = batch.add(insert.bind(nextId, k, "b" + op));
+                        model.put(nextId++, new Value(k, "b" + op));
+                    }
+                    s.execute(quorum(batch));
+                } else {
+                    compared += compare(s, range, model, r, "op " + op);
+                }
+            }
+            List<Row> leaves = s.execute(quorum(com.datastax.oss.driver.api.core.cql.SimpleStatement.newInstance(
+                            "SELECT leaf FROM ri.needle_rx_t_k_dir WHERE part = 0")))
+                    .all();
+            for (int i = 0; i < 30; i++) {
+                compared += compare(s, range, model, r, "end");
+            }
+            System.out.println("RangeIndexIT: " + compared + " ranges compared with the model and the stock way, "
+                    + model.size() + " rows, " + leaves.size() + " leaves, seed " + seed);
+            assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
+        } catch (AssertionError e) {
+            throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static <S extends Statement<S>> S quorum(S st) {
+        return st.setConsistencyLevel(ConsistencyLevel.QUORUM).setTimeout(Duration.ofSeconds(20));
+    }
+
+    /** Every node has indexed the rows it held (and had a second to learn that the others have). */
+    private static void awaitBuilt(CqlSession s) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                long built = s.execute("SELECT built FROM ri.needle_rx_t_k_nodes").all().stream()
+                        .filter(row -> row.getBoolean("built"))
+                        .count();
+                if (built == 3) {
+                    Thread.sleep(2_000);
+                    return;
+                }
+            } catch (RuntimeException e) {
+                // the table does not exist yet
+            }
+            Thread.sleep(500);
+        }
+        throw new AssertionError("the index was not built on every node within 2 minutes");
+    }
+
+    /** One random range, answered by the index and the stock way, both compared with the model. */
+    private static int compare(
+            CqlSession s, PreparedStatement range, Map<Long, Value> model, SplittableRandom r, String when) {
+        double length = switch (r.nextInt(3)) {
+            case 0 -> 0.0001 + r.nextDouble() * 0.002;
+            case 1 -> 0.002 + r.nextDouble() * 0.1;
+            default -> 0.1 + r.nextDouble() * 0.8;
+        };
+        double from = r.nextDouble() * (1 - length);
+        double to = from + length;
+        TreeMap<Long, Value> expected = new TreeMap<>();
+        model.forEach((id, v) -> {
+            if (v.k() >= from && v.k() < to) {
+                expected.put(id, v);
+            }
+        });
+        int pageSize = 1 + r.nextInt(200);
+        List<Row> byIndex =
+                s.execute(quorum(range.bind(from, to)).setPageSize(pageSize)).all();
+        String what = when + ", range [" + from + ", " + to + "), page size " + pageSize;
+        for (int i = 1; i < byIndex.size(); i++) {
+            double before = byIndex.get(i - 1).getDouble("k");
+            double k = byIndex.get(i).getDouble("k");
+            assertTrue(
+                    k >= before,
+                    "the index answers in the column's order: row " + i + " has k " + k + " after "
+                            + before + " (ids " + byIndex.get(i - 1).getLong("id") + ", "
+                            + byIndex.get(i).getLong("id")
+                            + "), " + what);
+        }
+        assertEquals(expected, asMap(byIndex), "index answer vs model, " + what);
+        List<Row> stock =
+                s.execute(quorum(range.bind(from, to)).setCustomPayload(STOCK)).all();
+        assertEquals(expected, asMap(stock), "stock answer vs model, " + what);
+        return 1;
+    }
+
+    private static TreeMap<Long, Value> asMap(List<Row> rows) {
+        TreeMap<Long, Value> m = new TreeMap<>();
+        for (Row row : rows) {
+            Value previous = m.put(row.getLong("id"), new Value(row.getDouble("k"), row.getString("v")));
+            assertEquals(null, previous, "row " + row.getLong("id") + " returned twice");
+        }
+        return m;
+    }
+}
