@@ -67,11 +67,12 @@ test-rust:
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against
-# a twin table, and a table of 12,000 SSTables.
+# a twin table, the range index against a model and the stock way (100,000 operations), and a
+# table of 12,000 SSTables.
 test-long:
 	cd java && $(MVN) -pl needle-cassandra -am verify -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false \
-	  -Dit.test='ModelBasedIT,DifferentialIT,NodeFilterModelIT,OperationsIT#aTableWithManySSTablesBecomesReady' \
-	  -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000 -Dneedle.diff.ops=100000 -Dneedle.diff.ops3=10000 \
+	  -Dit.test='ModelBasedIT,DifferentialIT,NodeFilterModelIT,RangeIndexIT,OperationsIT#aTableWithManySSTablesBecomesReady' \
+	  -Dneedle.range.ops=100000 -Dneedle.it.ops=100000 -Dneedle.it.ops3=30000 -Dneedle.diff.ops=100000 -Dneedle.diff.ops3=10000 \
 	  -Dneedle.nf.nodes=4 -Dneedle.nf.ops=10000 -Dneedle.it.sstables=12000
 
 # The differential test alone, as long as you like: make test-differential OPS=1000000 (25 to 35
@@ -88,6 +89,7 @@ build:
 demo: build
 	bench/needle-bench run bench/experiments/demo.json --out bench/results/demo
 	bench/plot/run chart bench/results/demo/results.json
+	bench/needle-bench range bench/experiments/range-demo.json --out bench/results/range-demo
 
 demo-filters: build
 	java -cp java/needle-filter/target/needle-filter-0.1.0-SNAPSHOT.jar dev.needle.filter.demo.FilterDemo

@@ -4,6 +4,7 @@ import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
 import com.datastax.oss.driver.api.core.cql.BatchStatement;
+import com.datastax.oss.driver.api.core.cql.BoundStatement;
 import com.datastax.oss.driver.api.core.cql.DefaultBatchType;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
@@ -15,6 +16,8 @@ import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -32,9 +35,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 
 /**
- * Runs a {@link RangeExperiment}: loads the rows into two tables of the same data, one with
- * Cassandra's SAI on the key column and one without (so that the scan's filtered reads cannot use
- * the index), then answers each mix's queries with every variant, in a random order per query,
+ * Runs a {@link RangeExperiment}: loads the rows into tables of the same data, one without index
+ * (so that the scan's filtered reads cannot use one), one with Cassandra's SAI on the key column,
+ * and (for the "rix" variant) one with Needle's ordered index on it, then answers each mix's queries with every variant, in a random order per query,
  * and checks that the variants return the same rows. Writes {@code results.json}.
  */
 public final class RangeBench {
@@ -42,6 +45,9 @@ public final class RangeBench {
             .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
             .enable(SerializationFeature.INDENT_OUTPUT);
     private static final String KEYSPACE = "rq";
+    /** The custom payload that makes Needle answer a range query from its index, whatever its planner says. */
+    private static final Map<String, ByteBuffer> INDEX =
+            Map.of("needle.range", ByteBuffer.wrap("index".getBytes(StandardCharsets.UTF_8)));
 
     private final RangeExperiment e;
     private final LocalCluster cluster;
@@ -84,7 +90,17 @@ public final class RangeBench {
             int replicationFactor,
             String consistency,
             double loadSeconds,
-            List<MixResult> mixes) {}
+            List<MixResult> mixes,
+            List<WriteResult> writes) {}
+
+    /**
+     * The latency of single writes to one table (the dissertation's Table 2.4): inserts of new
+     * rows and updates of the key of existing rows, one at a time, in a random table order per write.
+     */
+    public record WriteResult(String table, String index, int writes, Stats insert, Stats update) {}
+
+    /** Inserts and updates measured per table. */
+    static final int WRITE_PROBES = 400;
 
     static final String USAGE = """
             usage: needle-bench range EXPERIMENT.json [options]   (a range-query experiment, docs/harness.md)
@@ -181,11 +197,15 @@ public final class RangeBench {
                     .timeout(Duration.ofSeconds(120))
                     .build();
             PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
+            PreparedStatement rix = e.usesRangeIndex()
+                    ? s.prepare("SELECT * FROM " + KEYSPACE + ".data_rix WHERE k >= ? AND k < ?")
+                    : null;
             SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
             List<MixResult> mixes = new ArrayList<>();
             for (RangeExperiment.Mix m : e.mixes()) {
-                mixes.add(measure(m, r, scan, s, sai, cl));
+                mixes.add(measure(m, r, scan, s, sai, rix, cl));
             }
+            List<WriteResult> writes = measureWrites(s, r, cl);
             Result result = new Result(
                     e.name(),
                     e.title(),
@@ -197,7 +217,8 @@ public final class RangeBench {
                     e.cluster().replicationFactor(),
                     e.consistency(),
                     loadSeconds,
-                    mixes);
+                    mixes,
+                    writes);
             Files.createDirectories(out);
             Path tmp = out.resolve("results.json.tmp");
             JSON.writeValue(tmp.toFile(), result);
@@ -220,7 +241,11 @@ public final class RangeBench {
             names.append(", f").append(c);
             marks.append(", ?");
         }
-        for (String t : new String[] {"data", "data_sai"}) {
+        List<String> tables = new ArrayList<>(List.of("data", "data_sai"));
+        if (e.usesRangeIndex()) {
+            tables.add("data_rix");
+        }
+        for (String t : tables) {
             s.execute(SimpleStatement.newInstance(
                             "CREATE TABLE " + KEYSPACE + "." + t + " (id bigint PRIMARY KEY, k double" + cols + ")")
                     .setTimeout(Duration.ofSeconds(60)));
@@ -230,15 +255,23 @@ public final class RangeBench {
                     SimpleStatement.newInstance("CREATE INDEX data_sai_k ON " + KEYSPACE + ".data_sai (k) USING 'sai'")
                             .setTimeout(Duration.ofSeconds(60)));
         }
+        if (e.usesRangeIndex()) {
+            s.execute(SimpleStatement.newInstance("CREATE CUSTOM INDEX data_rix_k ON " + KEYSPACE
+                            + ".data_rix (k) USING 'dev.needle.cassandra.NeedleRangeIndex'")
+                    .setTimeout(Duration.ofSeconds(60)));
+            awaitRangeIndexBuilt(s);
+        }
         String insert = " (id, k" + names + ") VALUES (?, ?" + marks + ")";
-        PreparedStatement plain = s.prepare("INSERT INTO " + KEYSPACE + ".data" + insert);
-        PreparedStatement indexed = s.prepare("INSERT INTO " + KEYSPACE + ".data_sai" + insert);
+        List<PreparedStatement> inserts = new ArrayList<>();
+        for (String t : tables) {
+            inserts.add(s.prepare("INSERT INTO " + KEYSPACE + "." + t + insert));
+        }
         SplittableRandom r = new SplittableRandom(e.seed());
         Semaphore inFlight = new Semaphore(e.loadThreads());
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long t0 = System.nanoTime();
         long lastReport = t0;
-        log.printf("loading %,d rows into two tables (one with SAI on k)%n", e.rows());
+        log.printf("loading %,d rows into %d tables (%s)%n", e.rows(), tables.size(), tables);
         for (long id = 0; id < e.rows(); id++) {
             Object[] values = new Object[2 + e.columns()];
             values[0] = id;
@@ -251,10 +284,12 @@ public final class RangeBench {
                 throw new IOException(
                         "a write failed while loading: " + failure.get().getMessage(), failure.get());
             }
-            CompletionStage<?> done = s.executeAsync(
-                    BatchStatement.newInstance(DefaultBatchType.UNLOGGED, plain.bind(values), indexed.bind(values))
-                            .setConsistencyLevel(cl)
-                            .setTimeout(Duration.ofSeconds(60)));
+            BatchStatement batch = BatchStatement.newInstance(DefaultBatchType.UNLOGGED);
+            for (PreparedStatement p : inserts) {
+                batch = batch.add(p.bind(values));
+            }
+            CompletionStage<?> done =
+                    s.executeAsync(batch.setConsistencyLevel(cl).setTimeout(Duration.ofSeconds(60)));
             done.whenComplete((ok, err) -> {
                 if (err != null) {
                     failure.compareAndSet(null, err);
@@ -273,10 +308,128 @@ public final class RangeBench {
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
         log.printf("loaded in %.1f s; flushing%n", seconds);
+        if (e.usesRangeIndex()) {
+            awaitLeavesSettled(s);
+        }
         for (int n = 1; n <= e.cluster().nodes(); n++) {
             cluster.flush(n, KEYSPACE);
         }
         return seconds;
+    }
+
+    private List<WriteResult> measureWrites(CqlSession s, SplittableRandom r, ConsistencyLevel cl) {
+        List<String> tables = new ArrayList<>(List.of("data", "data_sai"));
+        if (e.usesRangeIndex()) {
+            tables.add("data_rix");
+        }
+        Map<String, Histogram> inserts = new LinkedHashMap<>();
+        Map<String, Histogram> updates = new LinkedHashMap<>();
+        Map<String, PreparedStatement> insert = new LinkedHashMap<>();
+        Map<String, PreparedStatement> update = new LinkedHashMap<>();
+        StringBuilder names = new StringBuilder();
+        StringBuilder marks = new StringBuilder();
+        for (int c = 1; c <= e.columns(); c++) {
+            names.append(", f").append(c);
+            marks.append(", ?");
+        }
+        for (String t : tables) {
+            inserts.put(t, ClosedLoop.newHistogram());
+            updates.put(t, ClosedLoop.newHistogram());
+            insert.put(
+                    t,
+                    s.prepare(
+                            "INSERT INTO " + KEYSPACE + "." + t + " (id, k" + names + ") VALUES (?, ?" + marks + ")"));
+            update.put(t, s.prepare("UPDATE " + KEYSPACE + "." + t + " SET k = ? WHERE id = ?"));
+        }
+        for (int i = 0; i < WRITE_PROBES; i++) {
+            long newId = e.rows() + i;
+            long oldId = r.nextLong(e.rows());
+            double k = r.nextDouble();
+            double k2 = r.nextDouble();
+            Object[] row = new Object[2 + e.columns()]; // a whole row, as the load writes
+            row[0] = newId;
+            row[1] = k;
+            for (int c = 0; c < e.columns(); c++) {
+                row[2 + c] = text(r, 1 + r.nextInt(e.valueBytes()));
+            }
+            List<String> order = new ArrayList<>(tables);
+            java.util.Collections.shuffle(order, new java.util.Random(r.nextLong()));
+            for (String t : order) {
+                long t0 = System.nanoTime();
+                s.execute(insert.get(t).bind(row).setConsistencyLevel(cl));
+                long t1 = System.nanoTime();
+                s.execute(update.get(t).bind(k2, oldId).setConsistencyLevel(cl));
+                long t2 = System.nanoTime();
+                inserts.get(t).recordValue(t1 - t0);
+                updates.get(t).recordValue(t2 - t1);
+            }
+        }
+        List<WriteResult> out = new ArrayList<>();
+        for (String t : tables) {
+            String index = t.equals("data") ? "none" : t.equals("data_sai") ? "sai" : "needle ordered index (rix)";
+            out.add(new WriteResult(t, index, WRITE_PROBES, Stats.of(inserts.get(t)), Stats.of(updates.get(t))));
+            log.printf(
+                    "  writes to %-9s (%s): insert median %.2f ms, update median %.2f ms%n",
+                    t,
+                    index,
+                    out.get(out.size() - 1).insert().medianMs(),
+                    out.get(out.size() - 1).update().medianMs());
+        }
+        return out;
+    }
+
+    /** Waits until every node has indexed the (empty) table's rows: then every write writes entries. */
+    private void awaitRangeIndexBuilt(CqlSession s) throws IOException {
+        long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
+        while (System.nanoTime() < deadline) {
+            try {
+                long built = s.execute("SELECT built FROM " + KEYSPACE + ".needle_rx_data_rix_k_nodes").all().stream()
+                        .filter(row -> row.getBoolean("built"))
+                        .count();
+                if (built == e.cluster().nodes()) {
+                    return;
+                }
+            } catch (RuntimeException ex) {
+                // its tables are being created
+            }
+            sleep(500);
+        }
+        throw new IOException("Needle's range index was not ready on every node within 3 minutes");
+    }
+
+    /**
+     * Waits until the index's leaves have stopped splitting (the load fills them faster than they
+     * split): no split in progress and the same number of leaves for 10 seconds.
+     */
+    private void awaitLeavesSettled(CqlSession s) throws IOException {
+        long deadline = System.nanoTime() + Duration.ofMinutes(20).toNanos();
+        int leaves = -1;
+        long stableSince = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            List<Row> dir = s.execute(SimpleStatement.newInstance(
+                                    "SELECT state FROM " + KEYSPACE + ".needle_rx_data_rix_k_dir WHERE part = 0")
+                            .setConsistencyLevel(DefaultConsistencyLevel.QUORUM))
+                    .all();
+            boolean splitting = dir.stream().anyMatch(row -> !"live".equals(row.getString("state")));
+            if (splitting || dir.size() != leaves) {
+                leaves = dir.size();
+                stableSince = System.nanoTime();
+            } else if (System.nanoTime() - stableSince > 10e9) {
+                log.printf("Needle's range index: %d leaves%n", leaves);
+                return;
+            }
+            sleep(1000);
+        }
+        throw new IOException("Needle's range index was still splitting leaves after 20 minutes");
+    }
+
+    private static void sleep(long ms) throws IOException {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", ex);
+        }
     }
 
     private MixResult measure(
@@ -285,6 +438,7 @@ public final class RangeBench {
             TokenRangeScan scan,
             CqlSession s,
             PreparedStatement sai,
+            PreparedStatement rix,
             ConsistencyLevel cl) {
         Map<String, Histogram> hist = new LinkedHashMap<>();
         for (String v : e.variants()) {
@@ -305,7 +459,12 @@ public final class RangeBench {
             Map<String, List<Long>> answers = new LinkedHashMap<>();
             for (String v : order) {
                 long t0 = System.nanoTime();
-                List<Row> got = v.equals("scan") ? scan.between(from, to) : sai(s, sai, cl, from, to);
+                List<Row> got = switch (v) {
+                    case "scan" -> scan.between(from, to);
+                    case "sai" -> ordered(s, sai.bind(from, to), cl);
+                    case "rix" -> ordered(s, rix.bind(from, to).setCustomPayload(INDEX), cl);
+                    default -> ordered(s, rix.bind(from, to), cl); // "hybrid": the planner chooses
+                };
                 long nanos = System.nanoTime() - t0;
                 if (q >= e.warmupQueries()) {
                     hist.get(v).recordValue(Math.min(nanos, hist.get(v).getHighestTrackableValue()));
@@ -341,11 +500,14 @@ public final class RangeBench {
         return result;
     }
 
-    /** SAI's answer, in the key's order as the scan's (SAI returns rows in token order). */
-    private static List<Row> sai(CqlSession s, PreparedStatement sai, ConsistencyLevel cl, double from, double to) {
+    /**
+     * A CQL range query's answer (SAI's or Needle's index's), every page, in the key's order as the
+     * scan's (SAI returns rows in token order; the sort is part of its measured time).
+     */
+    private static List<Row> ordered(CqlSession s, BoundStatement query, ConsistencyLevel cl) {
         List<Row> rows = new ArrayList<>();
-        for (Row row : s.execute(
-                sai.bind(from, to).setConsistencyLevel(cl).setPageSize(5_000).setTimeout(Duration.ofSeconds(120)))) {
+        for (Row row :
+                s.execute(query.setConsistencyLevel(cl).setPageSize(5_000).setTimeout(Duration.ofSeconds(120)))) {
             rows.add(row);
         }
         rows.sort(Comparator.comparingDouble(row -> row.getDouble("k")));

@@ -13,7 +13,9 @@ import java.util.Set;
  * @param name          short name; results go to {@code bench/results/<name>/}
  * @param title         what the experiment measures
  * @param reproduces    the published table or figure it reproduces
- * @param variants      "scan" (the parallel token-range scan) and/or "sai" (Cassandra's SAI on the key column)
+ * @param variants      "scan" (the parallel token-range scan), "sai" (Cassandra's SAI on the key column),
+ *     "rix" (Needle's ordered index on the key column, NeedleRangeIndex, asked for by the custom
+ *     payload), "hybrid" (the same table and query, Needle's planner choosing the index or the scan)
  * @param rows          rows loaded
  * @param columns       text columns per row besides the key
  * @param valueBytes    largest value of a column (each value's length is uniform in [1, valueBytes])
@@ -51,7 +53,12 @@ public record RangeExperiment(
 
     public record Cluster(int nodes, int replicationFactor) {}
 
-    static final Set<String> VARIANTS = Set.of("scan", "sai");
+    static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "hybrid");
+
+    /** Whether a variant needs the table with Needle's ordered index ("rix" and "hybrid" query it). */
+    boolean usesRangeIndex() {
+        return variants.contains("rix") || variants.contains("hybrid");
+    }
 
     /** Reads and checks {@code file}; every error names the file and the field. */
     public static RangeExperiment read(Path file) {

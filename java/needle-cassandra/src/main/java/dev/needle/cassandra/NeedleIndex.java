@@ -42,7 +42,7 @@ import org.apache.cassandra.schema.TableMetadata;
  * and deletion carry it), and has Cassandra build the component for SSTables that arrive without
  * one. {@code nodetool rebuild_index} reads every SSTable again.
  */
-public final class NeedleIndex extends WriteObserverIndex {
+public final class NeedleIndex extends CustomIndexBase {
     private final ColumnFamilyStore baseCfs;
     private final StorageFilter filter;
     private final Group.Key groupKey = new Group.Key(this);

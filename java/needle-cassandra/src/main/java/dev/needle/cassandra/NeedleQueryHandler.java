@@ -143,7 +143,7 @@ public final class NeedleQueryHandler implements QueryHandler {
             }
             return stockWay.get();
         }
-        ResultMessage ranged = RangeStatements.answer(select, state, options, customPayload, requestTime);
+        ResultMessage ranged = RangeStatements.answer(select, state, options, customPayload, requestTime, stockWay);
         if (ranged != null) {
             return ranged;
         }

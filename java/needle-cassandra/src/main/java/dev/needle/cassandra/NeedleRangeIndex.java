@@ -3,7 +3,6 @@ package dev.needle.cassandra;
 import dev.needle.cassandra.range.RangeIndexes;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.cql3.QueryHandler;
@@ -16,15 +15,10 @@ import org.apache.cassandra.db.ReadExecutionController;
 import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.SinglePartitionReadCommand;
 import org.apache.cassandra.db.WriteContext;
-import org.apache.cassandra.db.filter.RowFilter;
-import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.partitions.SingletonUnfilteredPartitionIterator;
 import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
 import org.apache.cassandra.exceptions.ConfigurationException;
-import org.apache.cassandra.exceptions.InvalidRequestException;
-import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.IndexRegistry;
 import org.apache.cassandra.index.TargetParser;
 import org.apache.cassandra.index.transactions.IndexTransaction;
@@ -48,15 +42,14 @@ import org.apache.cassandra.service.ClientState;
  * query handler sends a query the stock way (the scan, or before every node has indexed its old
  * rows), answers each node's part by reading the node's data and filtering it.
  */
-public final class NeedleRangeIndex implements Index {
+public final class NeedleRangeIndex extends CustomIndexBase {
     private final ColumnFamilyStore baseCfs;
-    private volatile IndexMetadata metadata;
     private final ColumnMetadata column;
     private final Group.Key groupKey = new Group.Key(this);
 
     public NeedleRangeIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata) {
+        super(metadata);
         this.baseCfs = baseCfs;
-        this.metadata = metadata;
         this.column = TargetParser.parse(baseCfs.metadata(), metadata).left;
     }
 
@@ -89,17 +82,6 @@ public final class NeedleRangeIndex implements Index {
         return unknown;
     }
 
-    @Override
-    public IndexMetadata getIndexMetadata() {
-        return metadata;
-    }
-
-    @Override
-    public Callable<?> getMetadataReloadTask(IndexMetadata indexMetadata) {
-        this.metadata = indexMetadata;
-        return null;
-    }
-
     /** Nothing to build in Cassandra's sense: {@link RangeIndexes} indexes this node's old rows itself. */
     @Override
     public Callable<?> getInitializationTask() {
@@ -109,18 +91,13 @@ public final class NeedleRangeIndex implements Index {
     @Override
     public void register(IndexRegistry registry) {
         registry.registerIndex(this);
-        RangeIndexes.register(baseCfs.metadata(), column, metadata);
+        RangeIndexes.register(baseCfs.metadata(), column, getIndexMetadata());
     }
 
     @Override
     public void unregister(IndexRegistry registry) {
-        RangeIndexes.unregister(baseCfs.metadata(), metadata);
+        RangeIndexes.unregister(baseCfs.metadata(), getIndexMetadata());
         registry.unregisterIndex(this, groupKey);
-    }
-
-    @Override
-    public Optional<ColumnFamilyStore> getBackingTable() {
-        return Optional.empty();
     }
 
     @Override
@@ -132,7 +109,7 @@ public final class NeedleRangeIndex implements Index {
     @Override
     public Callable<?> getInvalidateTask() {
         return () -> {
-            RangeIndexes.unregister(baseCfs.metadata(), metadata);
+            RangeIndexes.unregister(baseCfs.metadata(), getIndexMetadata());
             return null;
         };
     }
@@ -162,25 +139,11 @@ public final class NeedleRangeIndex implements Index {
                 };
     }
 
-    @Override
-    public AbstractType<?> customExpressionValueType() {
-        return null;
-    }
-
-    /** A node's part of a stock query is filtered by every restriction, the indexed one included. */
-    @Override
-    public RowFilter getPostIndexQueryFilter(RowFilter filter) {
-        return filter;
-    }
-
     /** Large: where Cassandra's SAI also indexes the column, the stock path uses SAI. */
     @Override
     public long getEstimatedResultRows() {
         return Long.MAX_VALUE / 2;
     }
-
-    @Override
-    public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {}
 
     /** Entries are written by the query handler before the write, not here (a replica's write path). */
     @Override

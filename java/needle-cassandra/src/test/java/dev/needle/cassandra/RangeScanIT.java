@@ -27,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
  * replication factor 3: random ranges of a table with keys in [0, 1), as in the 2015
  * dissertation's range-query chapter, each answer compared with a model of every write
  * (inserts, updates and deletes), at QUORUM and ONE, and at QUORUM again with a node killed; and
- * the range-query experiment of the harness ({@code needle-bench range}) on the same cluster, small.
+ * the range-query experiment of the harness ({@code needle-bench range}) on the same cluster, small,
+ * with every variant (scan, SAI, Needle's ordered index and its planner) giving the same answers.
  */
 class RangeScanIT {
     private static final int ROWS = 3_000;
@@ -107,7 +108,7 @@ class RangeScanIT {
     private void rangeExperiment(LocalCluster cluster) throws Exception {
         Path file = dir.resolve("range-it.json");
         Files.writeString(file, """
-                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai"],
+                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "hybrid"],
                  "rows": 2000, "columns": 2, "value_bytes": 20,
                  "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
                            {"label": "long", "min_length": 0.5, "max_length": 0.9}],
@@ -120,10 +121,15 @@ class RangeScanIT {
         assertTrue(Files.isRegularFile(dir.resolve("out").resolve("results.json")));
         assertEquals(2, r.mixes().size());
         for (RangeBench.MixResult m : r.mixes()) {
-            assertEquals(0, m.wrongResults(), m.label() + ": the scan and SAI answered differently");
-            assertEquals(List.of("scan", "sai"), List.copyOf(m.variants().keySet()));
+            assertEquals(0, m.wrongResults(), m.label() + ": the variants answered differently");
+            assertEquals(
+                    List.of("scan", "sai", "rix", "hybrid"),
+                    List.copyOf(m.variants().keySet()));
             assertTrue(m.variants().values().stream().allMatch(st -> st.medianMs() > 0), m.label());
         }
+        assertEquals(
+                List.of("none", "sai", "needle ordered index (rix)"),
+                r.writes().stream().map(RangeBench.WriteResult::index).toList());
         double shortRows = r.mixes().get(0).rowsMean(),
                 longRows = r.mixes().get(1).rowsMean();
         assertTrue(shortRows < 10 && longRows > 900, "rows per query: " + shortRows + " and " + longRows);

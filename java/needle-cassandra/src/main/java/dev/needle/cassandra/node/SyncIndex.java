@@ -1,7 +1,7 @@
 package dev.needle.cassandra.node;
 
+import dev.needle.cassandra.CustomIndexBase;
 import dev.needle.cassandra.NeedleOptions;
-import dev.needle.cassandra.WriteObserverIndex;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  * answers no query. Nothing here may fail the write: a row it cannot read is logged and dropped
  * (a copy that misses it asks for a snapshot).
  */
-public final class SyncIndex extends WriteObserverIndex {
+public final class SyncIndex extends CustomIndexBase {
     private static final Logger logger = LoggerFactory.getLogger(SyncIndex.class);
     private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, java.util.concurrent.TimeUnit.MINUTES);
 

@@ -312,11 +312,30 @@ public final class RangeRead {
         public void close() {}
     }
 
+    /** The first bytes of the position an index answer's paging state holds (format 1). */
+    private static final byte[] MAGIC = {'N', 'X', 'R', 1};
+
+    /**
+     * Whether a paging state's key is an index position (so the query was answered by the index
+     * and goes on from there), not a partition key of Cassandra's own paging.
+     */
+    public static boolean isIndexPosition(ByteBuffer key) {
+        if (key == null || key.remaining() < MAGIC.length + 12) {
+            return false;
+        }
+        for (int i = 0; i < MAGIC.length; i++) {
+            if (key.get(key.position() + i) != MAGIC[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The paging state's payload: the last entry read (value, partition key, clustering), length-prefixed. */
     static ByteBuffer encode(EntryCursor.Position p) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
-            out.writeByte(1); // format
+            out.write(MAGIC); // tells this paging state from Cassandra's (see isIndexPosition)
             for (ByteBuffer b : new ByteBuffer[] {p.value(), p.pk(), p.ck()}) {
                 out.writeInt(b.remaining());
                 out.write(ByteBufferUtil.getArray(b));
@@ -330,9 +349,10 @@ public final class RangeRead {
     static EntryCursor.Position decode(ByteBuffer state) {
         ByteBuffer b = state.duplicate();
         try {
-            if (b.get() != 1) {
+            if (!isIndexPosition(b)) {
                 throw new InvalidRequestException("not a paging state of a Needle range query");
             }
+            b.position(b.position() + MAGIC.length);
             ByteBuffer[] parts = new ByteBuffer[3];
             for (int i = 0; i < 3; i++) {
                 int n = b.getInt();

@@ -2,8 +2,10 @@ package dev.needle.cassandra.range;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.apache.cassandra.cql3.Attributes;
 import org.apache.cassandra.cql3.BatchQueryOptions;
 import org.apache.cassandra.cql3.QueryOptions;
@@ -14,10 +16,13 @@ import org.apache.cassandra.cql3.statements.ModificationStatement;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.IMutation;
+import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.filter.DataLimits;
 import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.apache.cassandra.index.Index;
 import org.apache.cassandra.service.QueryState;
+import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.tracing.Tracing;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.messages.ResultMessage;
@@ -87,67 +92,128 @@ public final class RangeStatements {
     }
 
     /**
-     * Answers a range SELECT from an ordered index, or returns null for the stock way: when the
-     * table has no ready index on a column the statement restricts, when the statement is not a
-     * plain range query over every partition (aggregates, partition or clustering restrictions,
-     * per-partition limits, serial reads), or when the payload asks for {@code stock}.
+     * Answers a range SELECT on a column with an ordered index, the index's way or the stock way
+     * ({@code stockWay}: SAI where the column has it, else every node scanned) as the planner or
+     * the custom payload chooses; returns null for statements this does not concern: tables
+     * without an ordered index on a column the statement restricts, and statements that are not
+     * a plain range query over every partition (aggregates, partition or clustering restrictions,
+     * per-partition limits, serial reads). Each decision is traced (strategy, estimate, actual).
      */
     public static ResultMessage answer(
             SelectStatement select,
             QueryState state,
             QueryOptions options,
             Map<String, ByteBuffer> payload,
-            Dispatcher.RequestTime t) {
+            Dispatcher.RequestTime t,
+            Supplier<ResultMessage> stockWay) {
         List<RangeIndex> indexes = RangeIndexes.of(select.table.id);
-        if (indexes.isEmpty()) {
-            return null;
-        }
-        String asked = payload == null || !payload.containsKey(STRATEGY_PAYLOAD)
-                ? null
-                : StandardCharsets.UTF_8
-                        .decode(payload.get(STRATEGY_PAYLOAD).duplicate())
-                        .toString();
-        if (asked != null && !asked.equals("index") && !asked.equals("stock")) {
-            throw new InvalidRequestException(
-                    "custom payload " + STRATEGY_PAYLOAD + " must be 'index' or 'stock', not '" + asked + "'");
-        }
-        if ("stock".equals(asked)) {
-            Tracing.trace("Needle: range query the stock way (asked by the custom payload)");
-            return null;
-        }
-        ConsistencyLevel cl = options.getConsistency();
-        StatementRestrictions r = select.getRestrictions();
-        if (cl == null
-                || cl.isSerialConsistency()
-                || r.hasPartitionKeyRestrictions()
-                || r.isPartitionKeyRestrictionsOnToken()
-                || r.hasClusteringColumnsRestrictions()
-                || select.getSelection().isAggregate()
-                || select.getAggregationSpec(options) != null
-                || select.getPerPartitionLimit(options) != DataLimits.NO_LIMIT) {
+        if (indexes.isEmpty() || !plainRangeQuery(select, options)) {
             return null;
         }
         RowFilter filter = select.getRowFilter(options, state.getClientState());
-        for (RangeIndex index : indexes) {
-            EntryCursor.Bound[] bounds = RangeRead.bounds(index, filter);
-            if (bounds == null) {
-                continue;
+        RangeIndex index = null;
+        EntryCursor.Bound[] bounds = null;
+        for (RangeIndex i : indexes) {
+            bounds = RangeRead.bounds(i, filter);
+            if (bounds != null) {
+                index = i;
+                break;
             }
-            if (!index.ready()) {
-                Tracing.trace(
-                        "Needle: range index {} is not ready on every node yet; the stock way",
-                        index.tables().index());
-                return null;
-            }
-            RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t);
-            Tracing.trace(
-                    "Needle: range query by index {}: {} entries read, {} rows returned, {} index partition reads",
-                    index.tables().index(),
-                    a.work().entries(),
-                    a.work().rows(),
-                    a.work().partitionReads());
-            return a.message();
         }
-        return null;
+        if (index == null) {
+            return null;
+        }
+        PagingState paging = options.getPagingState();
+        if (paging != null) {
+            // A later page goes on the way the first went: from the index position, or Cassandra's.
+            return RangeRead.isIndexPosition(paging.partitionKey)
+                    ? RangeRead.answer(index, select, filter, bounds, state, options, t)
+                            .message()
+                    : stockWay.get();
+        }
+        String asked = asked(payload);
+        boolean ready = index.ready();
+        RangePlanner.Strategy stock = hasSai(select, index) ? RangePlanner.Strategy.SAI : RangePlanner.Strategy.SCAN;
+        double estimate = ready ? index.estimateRows(bounds[0].value(), bounds[1].value()) : Double.NaN;
+        RangePlanner.Decision d;
+        if (!ready) {
+            Tracing.trace(
+                    "Needle: range index {} is not ready on every node yet; {}",
+                    index.tables().index(),
+                    stock);
+            d = null;
+        } else if (asked != null) {
+            d = new RangePlanner.Decision(
+                    asked.equals("index") ? RangePlanner.Strategy.INDEX : stock, estimate, Map.of(), false);
+            Tracing.trace(
+                    "Needle: range query by {} as the custom payload asks (~{} rows expected)", asked, (long) estimate);
+        } else {
+            d = index.planner().choose(estimate, EnumSet.of(RangePlanner.Strategy.INDEX, stock));
+            Tracing.trace("Needle: range query by {}", d.describe());
+        }
+        long t0 = System.nanoTime();
+        ResultMessage answer;
+        long rows;
+        boolean morePages;
+        if (d != null && d.strategy() == RangePlanner.Strategy.INDEX) {
+            RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t);
+            answer = a.message();
+            rows = a.work().rows();
+            morePages = a.message().result.metadata.getPagingState() != null;
+            Tracing.trace(
+                    "Needle: index answered {} rows ({} entries read, {} index reads) in {} ms",
+                    rows,
+                    a.work().entries(),
+                    a.work().partitionReads(),
+                    (System.nanoTime() - t0) / 1_000_000);
+        } else {
+            answer = stockWay.get();
+            rows = answer instanceof ResultMessage.Rows r ? r.result.size() : 0;
+            morePages = answer instanceof ResultMessage.Rows r && r.result.metadata.getPagingState() != null;
+            Tracing.trace("Needle: {} answered {} rows in {} ms", stock, rows, (System.nanoTime() - t0) / 1_000_000);
+        }
+        if (d != null && !morePages) {
+            // A whole answer in one page: its latency is the query's, which the planner learns from.
+            index.planner().observe(d.strategy(), rows, (System.nanoTime() - t0) / 1e6);
+        }
+        return answer;
+    }
+
+    private static boolean plainRangeQuery(SelectStatement select, QueryOptions options) {
+        ConsistencyLevel cl = options.getConsistency();
+        StatementRestrictions r = select.getRestrictions();
+        return cl != null
+                && !cl.isSerialConsistency()
+                && !r.hasPartitionKeyRestrictions()
+                && !r.isPartitionKeyRestrictionsOnToken()
+                && !r.hasClusteringColumnsRestrictions()
+                && !select.getSelection().isAggregate()
+                && select.getAggregationSpec(options) == null
+                && select.getPerPartitionLimit(options) == DataLimits.NO_LIMIT;
+    }
+
+    /** The strategy the custom payload asks for ({@code index} or {@code stock}), or null. */
+    private static String asked(Map<String, ByteBuffer> payload) {
+        if (payload == null || !payload.containsKey(STRATEGY_PAYLOAD)) {
+            return null;
+        }
+        String asked = StandardCharsets.UTF_8
+                .decode(payload.get(STRATEGY_PAYLOAD).duplicate())
+                .toString();
+        if (!asked.equals("index") && !asked.equals("stock")) {
+            throw new InvalidRequestException(
+                    "custom payload " + STRATEGY_PAYLOAD + " must be 'index' or 'stock', not '" + asked + "'");
+        }
+        return asked;
+    }
+
+    /** Whether Cassandra's SAI also indexes the column: then the stock way uses it (see NeedleRangeIndex). */
+    private static boolean hasSai(SelectStatement select, RangeIndex index) {
+        for (Index i : Keyspace.openAndGetStore(select.table).indexManager.listIndexes()) {
+            if (i.getClass().getSimpleName().equals("StorageAttachedIndex") && i.dependsOn(index.column())) {
+                return true;
+            }
+        }
+        return false;
     }
 }

@@ -15,14 +15,15 @@ import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.service.ClientState;
 
 /**
- * What Needle's custom indexes share: they watch the writes of a table and answer no query, have
- * no backing table, depend on no column and accept every write. Subclasses say what they do with
- * the writes ({@link Index#indexerFor}) and how they are built.
+ * What Needle's custom indexes share: metadata replaced on reload, no backing table, no custom
+ * expressions, every write accepted, and by default no query answered and no column depended on.
+ * {@link NeedleIndex} and {@link dev.needle.cassandra.node.SyncIndex} watch writes;
+ * {@link NeedleRangeIndex} declares the range restrictions of one column.
  */
-public abstract class WriteObserverIndex implements Index {
+public abstract class CustomIndexBase implements Index {
     private volatile IndexMetadata metadata;
 
-    protected WriteObserverIndex(IndexMetadata metadata) {
+    protected CustomIndexBase(IndexMetadata metadata) {
         this.metadata = metadata;
     }
 
@@ -68,7 +69,7 @@ public abstract class WriteObserverIndex implements Index {
         return 0;
     }
 
-    /** Every write is accepted: the index only observes. */
+    /** Every write is accepted: these indexes observe writes, or have theirs written by the query handler. */
     @Override
     public void validate(PartitionUpdate update, ClientState state) throws InvalidRequestException {}
 

@@ -1,0 +1,51 @@
+package dev.needle.cassandra.range;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.SplittableRandom;
+import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.junit.jupiter.api.Test;
+
+/** The index position a range answer's paging state carries. */
+class RangeReadTest {
+    private static ByteBuffer bytes(SplittableRandom r, int n) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) r.nextInt(256);
+        }
+        return ByteBuffer.wrap(b);
+    }
+
+    @Test
+    void positionsSurviveTheirEncodingAndAreToldFromPartitionKeys() {
+        SplittableRandom r = new SplittableRandom(7);
+        for (int i = 0; i < 1_000; i++) {
+            EntryCursor.Position p =
+                    new EntryCursor.Position(bytes(r, r.nextInt(20)), bytes(r, r.nextInt(20)), bytes(r, r.nextInt(3)));
+            ByteBuffer encoded = RangeRead.encode(p);
+            assertTrue(RangeRead.isIndexPosition(encoded));
+            // As a driver hands it back: inside a larger buffer, at an offset.
+            ByteBuffer framed = ByteBuffer.allocate(encoded.remaining() + 10);
+            framed.position(5);
+            framed.put(encoded.duplicate());
+            framed.position(5).limit(5 + encoded.remaining());
+            assertEquals(p, RangeRead.decode(framed.slice()));
+        }
+        assertFalse(RangeRead.isIndexPosition(ByteBuffer.wrap(new byte[] {0, 0, 0, 0, 0, 0, 0, 42})));
+        assertFalse(RangeRead.isIndexPosition(null));
+    }
+
+    @Test
+    void aCorruptPositionIsAClearError() {
+        ByteBuffer encoded = RangeRead.encode(new EntryCursor.Position(
+                ByteBuffer.wrap(new byte[8]), ByteBuffer.wrap(new byte[8]), ByteBuffer.allocate(0)));
+        ByteBuffer truncated = encoded.duplicate();
+        truncated.limit(truncated.limit() - 5);
+        InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> RangeRead.decode(truncated));
+        assertTrue(e.getMessage().contains("corrupt paging state"), e.getMessage());
+    }
+}
