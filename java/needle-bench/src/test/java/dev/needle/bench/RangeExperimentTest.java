@@ -31,7 +31,7 @@ class RangeExperimentTest {
     void mistakesAreNamed() throws IOException {
         String valid = Files.readString(COMMITTED);
         assertError("unknown field 'rowz'", valid.replace("\"rows\"", "\"rowz\""));
-        assertError("unknown variant 'rix'", valid.replace("[\"scan\", \"sai\"]", "[\"scan\", \"rix\"]"));
+        assertError("unknown variant 'vix'", valid.replace("\"hybrid\"]", "\"vix\"]"));
         assertError("min_length < max_length", valid.replace("\"max_length\": 0.002", "\"max_length\": 0.00001"));
         assertError(
                 "replication_factor <= nodes", valid.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
