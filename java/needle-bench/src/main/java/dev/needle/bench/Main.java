@@ -122,14 +122,8 @@ public final class Main {
         }
         try (LocalCluster cluster =
                 LocalCluster.start(tool, jar, clusterDir, shape.nodes(), up.toArray(new String[0]))) {
-            // Ctrl-C skips finally blocks: stop the node from a shutdown hook too.
-            Runtime.getRuntime()
-                    .addShutdownHook(new Thread(
-                            () -> {
-                                stopping = true;
-                                cluster.close();
-                            },
-                            "needle-bench-stop-cluster"));
+            // Ctrl-C skips finally blocks: LocalCluster stops the nodes from its shutdown hook.
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> stopping = true, "needle-bench-interrupted"));
             Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
                     .note("command", "needle-bench " + String.join(" ", args))
                     .note("node_heap", heap)

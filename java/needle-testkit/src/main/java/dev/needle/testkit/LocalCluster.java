@@ -34,10 +34,16 @@ public final class LocalCluster implements AutoCloseable {
 
     private volatile int nodes;
 
+    /** Takes the nodes down when the JVM exits without closing this (Ctrl-C, kill), even mid-start. */
+    private final Thread stopOnExit = new Thread(this::close, "needle-cluster-stop");
+    /** The needle-cluster command running now, if any (stopped first by {@link #stopOnExit}). */
+    private volatile Process running;
+
     private LocalCluster(Path tool, Path dir, int nodes) {
         this.tool = tool;
         this.dir = dir;
         this.nodes = nodes;
+        Runtime.getRuntime().addShutdownHook(stopOnExit);
     }
 
     /** Number of nodes (grows with {@link #addNode()}). */
@@ -115,6 +121,7 @@ public final class LocalCluster implements AutoCloseable {
         List<String> cmd = new ArrayList<>(List.of(tool.toAbsolutePath().toString(), "--dir", dir.toString()));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        running = p;
         String out;
         try {
             out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -126,6 +133,8 @@ public final class LocalCluster implements AutoCloseable {
             p.destroyForcibly();
             Thread.currentThread().interrupt();
             throw new IOException(e);
+        } finally {
+            running = null;
         }
         if (p.exitValue() != 0) {
             throw new IllegalStateException(
@@ -430,6 +439,23 @@ public final class LocalCluster implements AutoCloseable {
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
+        }
+        if (Thread.currentThread() == stopOnExit) {
+            Process starting = running; // an 'up' cut short: stop it before taking its nodes down
+            if (starting != null) {
+                starting.destroy();
+                try {
+                    starting.waitFor(20, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        } else {
+            try {
+                Runtime.getRuntime().removeShutdownHook(stopOnExit);
+            } catch (IllegalStateException e) {
+                // the JVM is exiting: the hook may run, and finds the cluster closed
+            }
         }
         for (CqlSession session : sessions) {
             try {
