@@ -10,6 +10,7 @@ import com.datastax.oss.driver.api.core.cql.DefaultBatchType;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.Statement;
+import dev.needle.range.RangeIndexStatus;
 import dev.needle.testkit.LocalCluster;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -120,8 +121,37 @@ class RangeIndexIT {
                     "RangeIndexIT: " + compared + " ranges answered by the index, the stock way and the planner, "
                             + model.size() + " rows, " + leaves.size() + " leaves, seed " + seed);
             assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
+            checkViews(s, compared);
         } catch (AssertionError e) {
             throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * What node 1, which coordinated every query, shows the operator: each range query counted by
+     * the strategy that answered it (three per comparison: the index's, the stock way's, the
+     * planner's), and the last 64 plans, the newest being the planner's of the last comparison.
+     */
+    private static void checkViews(CqlSession s, int compared) {
+        Row index = s.execute("SELECT * FROM needle_views.range_indexes WHERE keyspace_name = 'ri'")
+                .one();
+        assertTrue(index != null && index.getString("index_name").equals("t_k"), "range_indexes lists t_k");
+        long answered = index.getLong("queries_by_index") + index.getLong("queries_by_scan");
+        assertTrue(answered >= 3L * compared, answered + " queries counted for " + compared + " comparisons");
+        assertEquals(0, index.getLong("queries_by_sai"), "no SAI on ri.t");
+        assertTrue(index.getInt("leaves") > 4, "leaves " + index.getInt("leaves"));
+        List<Row> plans = s.execute("SELECT * FROM needle_views.range_plans WHERE keyspace_name = 'ri'")
+                .all();
+        assertEquals(64, plans.size(), "the last 64 plans are kept");
+        assertEquals(1, plans.get(0).getInt("plan"));
+        assertTrue(
+                List.of("planner", "exploring", "switched", "not ready")
+                        .contains(plans.get(0).getString("chosen_by")),
+                "the newest plan is the planner's: " + plans.get(0).getString("chosen_by"));
+        Row stock = plans.get(1);
+        assertEquals("scan", stock.getString("strategy"), "the stock way on a column without SAI is the scan");
+        for (Row p : plans) {
+            assertTrue(p.getLong("rows") >= 0 && p.getDouble("latency_ms") >= 0, "plan " + p.getInt("plan"));
         }
     }
 
@@ -131,22 +161,8 @@ class RangeIndexIT {
 
     /** Every node has indexed the rows it held (and had a second to learn that the others have). */
     private static void awaitBuilt(CqlSession s) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-        while (System.nanoTime() < deadline) {
-            try {
-                long built = s.execute("SELECT built FROM ri.needle_rx_t_k_nodes").all().stream()
-                        .filter(row -> row.getBoolean("built"))
-                        .count();
-                if (built == 3) {
-                    Thread.sleep(2_000);
-                    return;
-                }
-            } catch (RuntimeException e) {
-                // the table does not exist yet
-            }
-            Thread.sleep(500);
-        }
-        throw new AssertionError("the index was not built on every node within 2 minutes");
+        RangeIndexStatus.of(s, "ri", "t_k").awaitBuilt(3, Duration.ofMinutes(2));
+        Thread.sleep(2_000); // every coordinator rereads the index's status each second
     }
 
     /** One random range, answered by the index, the stock way and the planner, each compared with the model. */

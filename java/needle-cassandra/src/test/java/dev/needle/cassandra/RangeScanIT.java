@@ -108,7 +108,7 @@ class RangeScanIT {
     private void rangeExperiment(LocalCluster cluster) throws Exception {
         Path file = dir.resolve("range-it.json");
         Files.writeString(file, """
-                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "hybrid"],
+                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "coordinator-scan", "hybrid"],
                  "rows": 2000, "columns": 2, "value_bytes": 20,
                  "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
                            {"label": "long", "min_length": 0.5, "max_length": 0.9}],
@@ -123,9 +123,27 @@ class RangeScanIT {
         for (RangeBench.MixResult m : r.mixes()) {
             assertEquals(0, m.wrongResults(), m.label() + ": the variants answered differently");
             assertEquals(
-                    List.of("scan", "sai", "rix", "hybrid"),
+                    List.of("scan", "sai", "rix", "coordinator-scan", "hybrid"),
                     List.copyOf(m.variants().keySet()));
             assertTrue(m.variants().values().stream().allMatch(st -> st.medianMs() > 0), m.label());
+            assertEquals(
+                    m.variants().get("hybrid").medianMs()
+                            / m.variants().get("scan").medianMs(),
+                    m.plannerVs().get("scan"),
+                    1e-9,
+                    "the planner's ratio to the scan");
+            assertTrue(
+                    m.plannerVs().get("best") >= m.plannerVs().get("best_stock") - 1e-9,
+                    "the best of all variants is at least as fast as the best stock one");
+            assertEquals(
+                    m.queries(),
+                    m.plannerChose().values().stream()
+                            .mapToInt(Integer::intValue)
+                            .sum(),
+                    "needle_views.range_plans shows a plan per planned query: " + m.plannerChose());
+            assertTrue(
+                    m.plannerChose().keySet().stream().allMatch(c -> c.startsWith("scan") || c.startsWith("index")),
+                    "the planner chose the scan or the index: " + m.plannerChose());
         }
         assertEquals(
                 List.of("none", "sai", "needle ordered index (rix)"),

@@ -2,9 +2,9 @@ package dev.needle.cassandra.range;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.UntypedResultSet;
 import org.apache.cassandra.db.ConsistencyLevel;
@@ -55,7 +55,7 @@ final class LeafSplitter {
                 return; // one split at a time
             }
         }
-        Map<Long, Long> counters = counters();
+        Map<Long, Long> counters = index.directoryWritten; // read with the directory above
         for (LeafDirectory.Leaf<ByteBuffer> leaf : d.leaves()) {
             UntypedResultSet.Row r = rows.get(leaf.id());
             long base = r.has("counted_at") ? r.getLong("counted_at") : 0;
@@ -68,39 +68,14 @@ final class LeafSplitter {
         }
     }
 
-    private Map<Long, Long> counters() {
-        Map<Long, Long> out = new HashMap<>();
-        for (UntypedResultSet.Row r :
-                QueryProcessor.execute("SELECT leaf, written FROM " + t.q(t.counts()), ConsistencyLevel.ONE)) {
-            out.put(r.getLong("leaf"), r.getLong("written"));
-        }
-        return out;
-    }
-
     /** Counts a leaf the counters call full; splits it at its median value if it is. */
     private void recount(LeafDirectory<ByteBuffer> d, LeafDirectory.Leaf<ByteBuffer> leaf, long counter) {
         List<ByteBuffer> values = new ArrayList<>();
-        UntypedResultSet page;
-        ByteBuffer[] after = null;
-        do {
-            page = after == null
-                    ? QueryProcessor.execute(
-                            "SELECT value, pk, ck FROM " + t.q(t.entries()) + " WHERE leaf = ? LIMIT " + COPY_BATCH,
-                            ConsistencyLevel.QUORUM,
-                            leaf.id())
-                    : QueryProcessor.execute(
-                            "SELECT value, pk, ck FROM " + t.q(t.entries())
-                                    + " WHERE leaf = ? AND (value, pk, ck) > (?, ?, ?) LIMIT " + COPY_BATCH,
-                            ConsistencyLevel.QUORUM,
-                            leaf.id(),
-                            after[0],
-                            after[1],
-                            after[2]);
+        forEachPage(leaf.id(), null, null, "value, pk, ck", page -> {
             for (UntypedResultSet.Row r : page) {
                 values.add(r.getBytes("value"));
-                after = new ByteBuffer[] {r.getBytes("value"), r.getBytes("pk"), r.getBytes("ck")};
             }
-        } while (page.size() == COPY_BATCH);
+        });
         int n = values.size();
         if (n <= index.leafSize()) {
             lwt(
@@ -207,26 +182,8 @@ final class LeafSplitter {
 
     /** Copies the entries of leaf {@code from} in [lower, upper) to leaf {@code to}, with their TTLs. */
     private long copy(long from, long to, ByteBuffer lower, ByteBuffer upper) {
-        String head = "SELECT value, pk, ck, TTL(live) AS t, WRITETIME(live) AS w FROM " + t.q(t.entries())
-                + " WHERE leaf = ? AND ";
-        String tail = (upper == null ? "" : " AND (value) < (?)") + " LIMIT " + COPY_BATCH;
-        long n = 0;
-        ByteBuffer[] after = null;
-        UntypedResultSet page;
-        do {
-            List<Object> values = new ArrayList<>(List.of(from));
-            if (after == null) {
-                values.add(lower);
-            } else {
-                values.addAll(List.of(after));
-            }
-            if (upper != null) {
-                values.add(upper);
-            }
-            page = QueryProcessor.execute(
-                    head + (after == null ? "(value) >= (?)" : "(value, pk, ck) > (?, ?, ?)") + tail,
-                    ConsistencyLevel.QUORUM,
-                    values.toArray());
+        long[] n = {0};
+        forEachPage(from, lower, upper, "value, pk, ck, TTL(live) AS t, WRITETIME(live) AS w", page -> {
             List<Mutation> out = new ArrayList<>();
             for (UntypedResultSet.Row r : page) {
                 EntryWriter.Entry e = new EntryWriter.Entry(
@@ -236,14 +193,45 @@ final class LeafSplitter {
                         r.getLong("w"),
                         r.has("t") ? Math.max(1, r.getInt("t") - EntryWriter.TTL_MARGIN_SECONDS) : 0);
                 out.add(EntryWriter.mutation(index, to, e));
-                after = new ByteBuffer[] {e.value(), e.pk(), e.ck()};
             }
             if (!out.isEmpty()) {
                 StorageProxy.mutate(out, ConsistencyLevel.QUORUM, Dispatcher.RequestTime.forImmediateExecution());
             }
-            n += out.size();
+            n[0] += out.size();
+        });
+        return n[0];
+    }
+
+    /**
+     * Reads the entries of {@code leaf} whose value is in [lower, upper) (null: unbounded) at
+     * QUORUM, {@link #COPY_BATCH} at a time in the leaf's order, and hands each page to {@code
+     * each}; {@code columns} must include value, pk and ck, where the next page starts.
+     */
+    private void forEachPage(
+            long leaf, ByteBuffer lower, ByteBuffer upper, String columns, Consumer<UntypedResultSet> each) {
+        String head = "SELECT " + columns + " FROM " + t.q(t.entries()) + " WHERE leaf = ?";
+        String tail = (upper == null ? "" : " AND (value) < (?)") + " LIMIT " + COPY_BATCH;
+        ByteBuffer[] after = null;
+        UntypedResultSet page;
+        do {
+            List<Object> values = new ArrayList<>(List.of(leaf));
+            String from = "";
+            if (after != null) {
+                from = " AND (value, pk, ck) > (?, ?, ?)";
+                values.addAll(List.of(after));
+            } else if (lower != null) {
+                from = " AND (value) >= (?)";
+                values.add(lower);
+            }
+            if (upper != null) {
+                values.add(upper);
+            }
+            page = QueryProcessor.execute(head + from + tail, ConsistencyLevel.QUORUM, values.toArray());
+            each.accept(page);
+            for (UntypedResultSet.Row r : page) {
+                after = new ByteBuffer[] {r.getBytes("value"), r.getBytes("pk"), r.getBytes("ck")};
+            }
         } while (page.size() == COPY_BATCH);
-        return n;
     }
 
     /**

@@ -39,9 +39,14 @@ public final class RangeIndex {
     private final RangeTables tables;
     private final int leafSize;
     private volatile LeafDirectory<ByteBuffer> directory;
+    /** The lowest and highest values indexed as the last directory load read them; null if unknown. */
+    private volatile ByteBuffer[] extremes;
     /** The directory's rows as last read (the splitter reads states and counter bases from them). */
     volatile Map<Long, UntypedResultSet.Row> directoryRows = Map.of();
+    /** The entries written to each leaf (the counters) as they were when the directory was last loaded. */
+    volatile Map<Long, Long> directoryWritten = Map.of();
 
+    private final RangePlans plans;
     private volatile Boolean ready;
     private volatile RangePlanner planner;
     private volatile boolean built;
@@ -55,6 +60,12 @@ public final class RangeIndex {
         this.tables = new RangeTables(
                 base.keyspace, indexName, column.type.asCQL3Type().toString());
         this.leafSize = leafSize;
+        this.plans = new RangePlans(base.keyspace, indexName);
+    }
+
+    /** What this index's range queries did on this node (needle_views.range_plans, metrics). */
+    public RangePlans plans() {
+        return plans;
     }
 
     public TableMetadata base() {
@@ -104,6 +115,11 @@ public final class RangeIndex {
             case LOCAL_ONE -> ConsistencyLevel.LOCAL_QUORUM;
             default -> ConsistencyLevel.QUORUM;
         };
+    }
+
+    /** Whether every node has indexed its old rows as this node last learned it; null if not learned yet. */
+    public Boolean readyAsKnown() {
+        return ready;
     }
 
     /**
@@ -205,7 +221,43 @@ public final class RangeIndex {
         LeafDirectory<ByteBuffer> d = LeafDirectory.of(leaves, this::compare, version);
         directory = d;
         directoryRows = rowsOf;
+        directoryWritten = written;
+        try {
+            extremes = readExtremes(d);
+        } catch (RuntimeException e) {
+            // estimates only: the last extremes (or the query's bounds) serve until the next load
+            logger.debug("Needle range index {}: reading its lowest and highest values failed", tables.index(), e);
+        }
         return d;
+    }
+
+    /**
+     * The lowest and highest values indexed (the first leaf's first entry, the last leaf's last,
+     * or its old leaf's while a split of it is not settled); null if the index is empty. Two reads
+     * of one entry each, at ONE: the planner's estimate interpolates the first and last leaf
+     * between them, not between the query's bounds.
+     */
+    private ByteBuffer[] readExtremes(LeafDirectory<ByteBuffer> d) {
+        List<LeafDirectory.Leaf<ByteBuffer>> leaves = d.leaves();
+        ByteBuffer min = edge(leaves.get(0).id(), "ASC");
+        LeafDirectory.Leaf<ByteBuffer> last = leaves.get(leaves.size() - 1);
+        ByteBuffer max = edge(last.id(), "DESC");
+        if (last.dual()) {
+            ByteBuffer old = edge(last.dualOf(), "DESC");
+            if (max == null || (old != null && compare(old, max) > 0)) {
+                max = old;
+            }
+        }
+        return min == null || max == null ? null : new ByteBuffer[] {min, max};
+    }
+
+    private ByteBuffer edge(long leaf, String order) {
+        UntypedResultSet r = QueryProcessor.execute(
+                "SELECT value FROM " + tables.q(tables.entries()) + " WHERE leaf = ? ORDER BY value " + order
+                        + " LIMIT 1",
+                ConsistencyLevel.ONE,
+                leaf);
+        return r.isEmpty() ? null : r.one().getBytes("value");
     }
 
     /** Entries written to each leaf since the index was created, as the nodes have counted them. */
@@ -221,13 +273,14 @@ public final class RangeIndex {
     /**
      * The rows expected in a value range (null: unbounded), from the directory's entry counts (an
      * equi-depth histogram): numeric columns interpolate inside the leaves a bounded range covers
-     * in part (the first and last leaf's open ends counted whole), other types count such a leaf
-     * by half; an unbounded range counts every leaf it reaches whole.
+     * in part (the first leaf from the lowest value indexed, the last up to the highest), other
+     * types count such a leaf by half; an unbounded range counts every leaf it reaches whole.
      */
     public double estimateRows(ByteBuffer from, ByteBuffer to) {
         LeafDirectory<ByteBuffer> d = directory();
         if (from != null && to != null) {
-            return d.estimateRows(from, to, this::position, from, to);
+            ByteBuffer[] e = extremes;
+            return d.estimateRows(from, to, this::position, e == null ? from : e[0], e == null ? to : e[1]);
         }
         List<LeafDirectory.Leaf<ByteBuffer>> leaves = d.leaves();
         double rows = 0;

@@ -61,6 +61,11 @@ public final class RangeIndexes {
                 "option " + LEAF_SIZE_OPTION + " must be a number of entries from 16 to 10000000, not '" + s + "'");
     }
 
+    /** Every ordered index on this node. */
+    public static List<RangeIndex> all() {
+        return TABLES.values().stream().flatMap(List::stream).toList();
+    }
+
     /** The ordered indexes of a table on this node (empty if none). */
     public static List<RangeIndex> of(TableId table) {
         return TABLES.getOrDefault(table, List.of());
@@ -88,7 +93,13 @@ public final class RangeIndexes {
     public static void unregister(TableMetadata base, IndexMetadata metadata) {
         List<RangeIndex> list = TABLES.get(base.id);
         if (list != null) {
-            list.removeIf(i -> i.tables().index().equals(metadata.name));
+            list.removeIf(i -> {
+                boolean dropped = i.tables().index().equals(metadata.name);
+                if (dropped) {
+                    i.plans().release();
+                }
+                return dropped;
+            });
         }
     }
 

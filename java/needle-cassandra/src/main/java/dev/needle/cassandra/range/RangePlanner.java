@@ -102,20 +102,23 @@ public final class RangePlanner {
     }
 
     /**
-     * Whether a query answered by the index should go on with the scan instead: it has returned
-     * {@code rowsSoFar}, more than {@code overrun} times its estimate, and the scan of the whole
-     * range is now expected to finish sooner than the index's remaining rows, estimated as many
-     * again as it has returned.
+     * Whether a query answered by the index should start again the {@code stock} way: it has
+     * returned {@code rowsSoFar}, more than {@code overrun} times its estimate, and the stock way
+     * over the whole range is now expected to finish sooner than the index's remaining rows,
+     * estimated as many again as it has returned.
      */
-    public synchronized boolean switchToScan(Decision d, double rowsSoFar, double overrun) {
-        if (d.strategy() != Strategy.INDEX
-                || !models.containsKey(Strategy.SCAN)
-                || rowsSoFar <= overrun * d.estimate()) {
+    public synchronized boolean switchToStock(Decision d, Strategy stock, double rowsSoFar, double overrun) {
+        if (d.strategy() != Strategy.INDEX || !models.containsKey(stock) || rowsSoFar <= overrun * d.estimate()) {
             return false;
         }
-        CostModel index = models.get(Strategy.INDEX);
-        double remaining = index.perRow() * rowsSoFar;
-        return models.get(Strategy.SCAN).predict(2 * rowsSoFar) < remaining;
+        double remaining = models.get(Strategy.INDEX).perRow() * rowsSoFar;
+        return models.get(stock).predict(2 * rowsSoFar) < remaining;
+    }
+
+    /** How many queries of a strategy the model has observed (its calibration not counted). */
+    public synchronized long observations(Strategy s) {
+        CostModel m = models.get(s);
+        return m == null ? 0 : m.observations();
     }
 
     /** The current model of a strategy: {fixed ms, ms per row}. */

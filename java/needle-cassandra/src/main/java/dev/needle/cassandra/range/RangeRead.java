@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.TreeSet;
+import java.util.function.LongPredicate;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.selection.ResultSetBuilder;
@@ -112,7 +113,12 @@ public final class RangeRead {
         return c < 0 || (c == 0 && !a.inclusive()) ? a : b;
     }
 
-    /** Answers {@code select} (whose restrictions on the indexed column give {@code bounds}) from the index. */
+    /**
+     * Answers {@code select} (whose restrictions on the indexed column give {@code bounds}) from
+     * the index, a page at a time. On a first page (whose rows no client has seen yet) it gives
+     * up, returning null, as soon as {@code abandon} (if not null) holds for the rows it has so
+     * far, checked after each fetched batch.
+     */
     public static Answer answer(
             RangeIndex index,
             SelectStatement select,
@@ -120,7 +126,8 @@ public final class RangeRead {
             EntryCursor.Bound[] bounds,
             QueryState state,
             QueryOptions options,
-            Dispatcher.RequestTime t) {
+            Dispatcher.RequestTime t,
+            LongPredicate abandon) {
         long nowInSec = options.getNowInSeconds(state);
         int userLimit = select.getLimit(options);
         PagingState paging = options.getPagingState();
@@ -137,7 +144,20 @@ public final class RangeRead {
                 select.getResultMetadata(), select.getSelection().newSelectors(options), false);
         LeafDirectory<ByteBuffer> directory = index.acquire();
         try {
-            return page(index, directory, select, filter, bounds, options, result, after, remaining, want, nowInSec, t);
+            return page(
+                    index,
+                    directory,
+                    select,
+                    filter,
+                    bounds,
+                    options,
+                    result,
+                    after,
+                    remaining,
+                    want,
+                    nowInSec,
+                    t,
+                    after == null ? abandon : null);
         } finally {
             index.release(directory);
         }
@@ -155,7 +175,8 @@ public final class RangeRead {
             int remaining,
             int want,
             long nowInSec,
-            Dispatcher.RequestTime t) {
+            Dispatcher.RequestTime t,
+            LongPredicate abandon) {
         ConsistencyLevel cl = options.getConsistency();
         TableMetadata base = index.base();
         EntryCursor cursor = new EntryCursor(
@@ -196,6 +217,9 @@ public final class RangeRead {
             if (emitted == want && last != batch.get(batch.size() - 1)) {
                 break; // the page is full inside this batch: the next page starts after 'last'
             }
+            if (emitted < want && abandon != null && abandon.test(emitted)) {
+                return null;
+            }
         }
         ResultSet rs = result.build();
         if (emitted == want && more && remaining - emitted > 0 && last != null) {
@@ -215,7 +239,8 @@ public final class RangeRead {
 
     private record Key(ByteBuffer pk, ByteBuffer ck) {}
 
-    private record Fetched(DecoratedKey key, Row staticRow, Row row) {}
+    /** A row read from the base table, with its partition's key and static row. */
+    record Fetched(DecoratedKey key, Row staticRow, Row row) {}
 
     /** Reads the rows of a batch of entries by primary key, one command per partition, at {@code cl}. */
     private static Map<Key, Fetched> fetch(
@@ -262,7 +287,7 @@ public final class RangeRead {
     }
 
     /** One fetched row as a partition of one row, as the statement's selection processes it. */
-    private static final class OneRow implements RowIterator {
+    static final class OneRow implements RowIterator {
         private final TableMetadata metadata;
         private final Fetched f;
         private boolean done;

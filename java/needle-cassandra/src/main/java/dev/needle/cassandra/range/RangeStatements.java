@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 import org.apache.cassandra.cql3.Attributes;
 import org.apache.cassandra.cql3.BatchQueryOptions;
@@ -35,6 +36,9 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 public final class RangeStatements {
     /** Custom payload key that chooses how a range query runs: {@code index} or {@code stock}. */
     public static final String STRATEGY_PAYLOAD = "needle.range";
+
+    /** An index answer that reaches this many times its estimate on its first page may start again the stock way. */
+    static final double OVERRUN = 8;
 
     private RangeStatements() {}
 
@@ -93,7 +97,8 @@ public final class RangeStatements {
 
     /**
      * Answers a range SELECT on a column with an ordered index, the index's way or the stock way
-     * ({@code stockWay}: SAI where the column has it, else every node scanned) as the planner or
+     * (where the column has SAI, {@code stockWay}: Cassandra's own execution, which uses it; else
+     * the {@link ParallelScan} of every node) as the planner or
      * the custom payload chooses; returns null for statements this does not concern: tables
      * without an ordered index on a column the statement restricts, and statements that are not
      * a plain range query over every partition (aggregates, partition or clustering restrictions,
@@ -123,40 +128,68 @@ public final class RangeStatements {
         if (index == null) {
             return null;
         }
-        PagingState paging = options.getPagingState();
-        if (paging != null) {
-            // A later page goes on the way the first went: from the index position, or Cassandra's.
-            return RangeRead.isIndexPosition(paging.partitionKey)
-                    ? RangeRead.answer(index, select, filter, bounds, state, options, t)
-                            .message()
-                    : stockWay.get();
-        }
-        String asked = asked(payload);
         boolean ready = index.ready();
         RangePlanner.Strategy stock = hasSai(select, index) ? RangePlanner.Strategy.SAI : RangePlanner.Strategy.SCAN;
         double estimate = ready ? index.estimateRows(bounds[0].value(), bounds[1].value()) : Double.NaN;
+        // Without SAI the stock way is the parallel scan; its pages and Cassandra's are interchangeable.
+        Supplier<ResultMessage> stockAnswer = stock == RangePlanner.Strategy.SCAN && ParallelScan.supports(select.table)
+                ? () -> ParallelScan.answer(select, state, options, estimate, t)
+                : stockWay;
+        PagingState paging = options.getPagingState();
+        if (paging != null) {
+            // A later page goes on the way the first went: from the index position, or the stock way's.
+            return RangeRead.isIndexPosition(paging.partitionKey)
+                    ? RangeRead.answer(index, select, filter, bounds, state, options, t, null)
+                            .message()
+                    : stockAnswer.get();
+        }
+        String asked = asked(payload);
         RangePlanner.Decision d;
+        RangePlans.ChosenBy by;
         if (!ready) {
             Tracing.trace(
                     "Needle: range index {} is not ready on every node yet; {}",
                     index.tables().index(),
                     stock);
             d = null;
+            by = RangePlans.ChosenBy.NOT_READY;
         } else if (asked != null) {
             d = new RangePlanner.Decision(
                     asked.equals("index") ? RangePlanner.Strategy.INDEX : stock, estimate, Map.of(), false);
             Tracing.trace(
                     "Needle: range query by {} as the custom payload asks (~{} rows expected)", asked, (long) estimate);
+            by = RangePlans.ChosenBy.PAYLOAD;
         } else {
             d = index.planner().choose(estimate, EnumSet.of(RangePlanner.Strategy.INDEX, stock));
+            by = d.explored() ? RangePlans.ChosenBy.EXPLORING : RangePlans.ChosenBy.PLANNER;
             Tracing.trace("Needle: range query by {}", d.describe());
         }
-        long t0 = System.nanoTime();
+        long startedAt = System.currentTimeMillis();
+        long began = System.nanoTime();
+        long t0 = began;
         ResultMessage answer;
         long rows;
         boolean morePages;
+        RangeRead.Answer a = null;
         if (d != null && d.strategy() == RangePlanner.Strategy.INDEX) {
-            RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t);
+            // The planner's choice is revisited while the first page fills (a choice asked for is kept).
+            RangePlanner.Decision chosen = d;
+            RangePlanner planner = index.planner();
+            LongPredicate abandon =
+                    asked != null ? null : rowsSoFar -> planner.switchToStock(chosen, stock, rowsSoFar, OVERRUN);
+            a = RangeRead.answer(index, select, filter, bounds, state, options, t, abandon);
+            if (a == null) {
+                Tracing.trace(
+                        "Needle: the index returned more than {} times the ~{} rows expected; answering {} instead",
+                        OVERRUN,
+                        (long) estimate,
+                        stock);
+                d = new RangePlanner.Decision(stock, estimate, d.predicted(), false);
+                by = RangePlans.ChosenBy.SWITCHED;
+                t0 = System.nanoTime(); // the stock way's own latency is what its model learns
+            }
+        }
+        if (a != null) {
             answer = a.message();
             rows = a.work().rows();
             morePages = a.message().result.metadata.getPagingState() != null;
@@ -167,7 +200,7 @@ public final class RangeStatements {
                     a.work().partitionReads(),
                     (System.nanoTime() - t0) / 1_000_000);
         } else {
-            answer = stockWay.get();
+            answer = stockAnswer.get();
             rows = answer instanceof ResultMessage.Rows r ? r.result.size() : 0;
             morePages = answer instanceof ResultMessage.Rows r && r.result.metadata.getPagingState() != null;
             Tracing.trace("Needle: {} answered {} rows in {} ms", stock, rows, (System.nanoTime() - t0) / 1_000_000);
@@ -176,6 +209,9 @@ public final class RangeStatements {
             // A whole answer in one page: its latency is the query's, which the planner learns from.
             index.planner().observe(d.strategy(), rows, (System.nanoTime() - t0) / 1e6);
         }
+        RangePlanner.Strategy answered = a != null ? RangePlanner.Strategy.INDEX : stock;
+        double millis = (System.nanoTime() - began) / 1e6; // a switched query's included
+        index.plans().record(new RangePlans.Plan(startedAt, answered, by, estimate, rows, millis, morePages));
         return answer;
     }
 

@@ -43,6 +43,11 @@ import org.apache.cassandra.utils.FBUtilities;
  *       AND partition_key = '42'} (the key as CQL would print it; a composite key as {@code a:b}).</li>
  *   <li>{@code node_filters}: for each table with node filters, the filter this node publishes and
  *       its copy of every other node's: epoch, sequence number, age, keys, bytes, trusted or not.</li>
+ *   <li>{@code range_indexes}: one row per ordered index: ready or not, leaves, entries, directory
+ *       version, the range queries this node answered by each strategy and the planner's cost
+ *       model of each;</li>
+ *   <li>{@code range_plans}: the last range queries this node coordinated on each ordered index:
+ *       strategy, why, rows estimated and returned, latency.</li>
  * </ul>
  *
  * Virtual tables are local: each node answers for itself.
@@ -56,7 +61,12 @@ public final class NeedleViews {
     /** Registers the keyspace once per node. */
     public static synchronized void register() {
         if (!REGISTERED.get()) {
-            List<VirtualTable> tables = List.of(new StorageFilters(), new KeyStates(), new NodeFilterCopies());
+            List<VirtualTable> tables = List.of(
+                    new StorageFilters(),
+                    new KeyStates(),
+                    new NodeFilterCopies(),
+                    new RangeViews.Indexes(),
+                    new RangeViews.Plans());
             VirtualKeyspaceRegistry.instance.register(new VirtualKeyspace(KEYSPACE, tables));
             REGISTERED.set(true);
         }

@@ -80,9 +80,11 @@ class RangePlannerTest {
                 Map.of(Strategy.SCAN, new double[] {400, 0.0005}, Strategy.INDEX, new double[] {2, 0.004}), 20, 0, 3);
         RangePlanner.Decision d = p.choose(100, EnumSet.of(Strategy.SCAN, Strategy.INDEX));
         assertEquals(Strategy.INDEX, d.strategy());
-        assertFalse(p.switchToScan(d, 150, 10), "within ten times the estimate");
-        assertFalse(p.switchToScan(d, 5_000, 10), "the rest of the index is still cheaper than a scan");
-        assertTrue(p.switchToScan(d, 500_000, 10), "a scan now costs less than the index's remaining rows");
+        assertFalse(p.switchToStock(d, Strategy.SCAN, 150, 10), "within ten times the estimate");
+        assertFalse(p.switchToStock(d, Strategy.SCAN, 5_000, 10), "the rest of the index is still cheaper than a scan");
+        assertTrue(
+                p.switchToStock(d, Strategy.SCAN, 500_000, 10),
+                "a scan now costs less than the index's remaining rows");
         assertTrue(d.describe().startsWith("index for ~100 rows (expected: scan 400.1 index 2.4 ms)"), d.describe());
     }
 }

@@ -1,0 +1,121 @@
+package dev.needle.cassandra.range;
+
+import com.codahale.metrics.Counter;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.cassandra.metrics.CassandraMetricsRegistry;
+import org.apache.cassandra.metrics.CassandraMetricsRegistry.MetricName;
+
+/**
+ * What the range queries of one ordered index did on this node, for the operator: the last
+ * {@link #KEPT} plans (read through {@code needle_views.range_plans}) and, per strategy, counters
+ * in Cassandra's metrics registry, so over JMX as {@code
+ * org.apache.cassandra.metrics:type=NeedleRange,keyspace=KS,scope=INDEX,name=QueriesByIndex} (and
+ * {@code QueriesByScan}, {@code QueriesBySai}, {@code SwitchesToStock}). Thread-safe.
+ */
+public final class RangePlans {
+    /** Plans kept per index. */
+    static final int KEPT = 64;
+
+    private static final String GROUP = "org.apache.cassandra.metrics";
+    private static final String TYPE = "NeedleRange";
+
+    /** Why a strategy answered a query. */
+    public enum ChosenBy {
+        /** The planner expected it fastest. */
+        PLANNER,
+        /** The planner tried it to correct its model. */
+        EXPLORING,
+        /** The custom payload asked for it. */
+        PAYLOAD,
+        /** The index is not ready on every node yet. */
+        NOT_READY,
+        /** The index found far more rows than estimated on the first page; the stock way answered. */
+        SWITCHED;
+
+        String label() {
+            return name().toLowerCase(Locale.ROOT).replace('_', ' ');
+        }
+    }
+
+    /**
+     * One query's plan and what came of it (its first page when it has several).
+     *
+     * @param atMillis  when it started (epoch milliseconds)
+     * @param strategy  what answered it
+     * @param chosenBy  why
+     * @param estimate  the rows it was expected to return over the whole range (NaN if none)
+     * @param rows      the rows its first page returned
+     * @param millis    the first page's latency
+     * @param morePages whether the answer had more pages
+     */
+    public record Plan(
+            long atMillis,
+            RangePlanner.Strategy strategy,
+            ChosenBy chosenBy,
+            double estimate,
+            long rows,
+            double millis,
+            boolean morePages) {
+        public String chosenByLabel() {
+            return chosenBy.label();
+        }
+    }
+
+    private final Deque<Plan> recent = new ArrayDeque<>(KEPT);
+    private final Map<RangePlanner.Strategy, Counter> queries = new EnumMap<>(RangePlanner.Strategy.class);
+    private final Counter switches;
+    private final List<MetricName> names = new ArrayList<>();
+
+    RangePlans(String keyspace, String index) {
+        for (RangePlanner.Strategy s : RangePlanner.Strategy.values()) {
+            String n = s.name().charAt(0) + s.name().substring(1).toLowerCase(Locale.ROOT);
+            queries.put(s, counter(keyspace, index, "QueriesBy" + n));
+        }
+        switches = counter(keyspace, index, "SwitchesToStock");
+    }
+
+    private Counter counter(String keyspace, String index, String metric) {
+        String mbean = GROUP + ":type=" + TYPE + ",keyspace=" + keyspace + ",scope=" + index + ",name=" + metric;
+        MetricName n = new MetricName(GROUP, TYPE, metric, keyspace + "." + index, mbean);
+        CassandraMetricsRegistry.Metrics.remove(n);
+        names.add(n);
+        return CassandraMetricsRegistry.Metrics.register(n, new Counter());
+    }
+
+    /** Records a query's plan. */
+    void record(Plan p) {
+        queries.get(p.strategy()).inc();
+        if (p.chosenBy() == ChosenBy.SWITCHED) {
+            switches.inc();
+        }
+        synchronized (recent) {
+            if (recent.size() == KEPT) {
+                recent.removeFirst();
+            }
+            recent.addLast(p);
+        }
+    }
+
+    /** The plans kept, oldest first. */
+    public List<Plan> recent() {
+        synchronized (recent) {
+            return List.copyOf(recent);
+        }
+    }
+
+    /** Queries answered by {@code s} on this node since it started. */
+    public long queries(RangePlanner.Strategy s) {
+        return queries.get(s).getCount();
+    }
+
+    /** Removes this index's metrics (the index was dropped). */
+    void release() {
+        names.forEach(CassandraMetricsRegistry.Metrics::remove);
+    }
+}
