@@ -12,6 +12,7 @@ import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.needle.range.RangeIndexStatus;
 import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
@@ -37,7 +38,7 @@ import org.HdrHistogram.Histogram;
 /**
  * Runs a {@link RangeExperiment}: loads the rows into tables of the same data, one without index
  * (so that the scan's filtered reads cannot use one), one with Cassandra's SAI on the key column,
- * and (for the "rix" variant) one with Needle's ordered index on it, then answers each mix's queries with every variant, in a random order per query,
+ * and (for the variants through Needle) one with Needle's ordered index on it, then answers each mix's queries with every variant, in a random order per query,
  * and checks that the variants return the same rows. Writes {@code results.json}.
  */
 public final class RangeBench {
@@ -46,8 +47,13 @@ public final class RangeBench {
             .enable(SerializationFeature.INDENT_OUTPUT);
     private static final String KEYSPACE = "rq";
     /** The custom payload that makes Needle answer a range query from its index, whatever its planner says. */
-    private static final Map<String, ByteBuffer> INDEX =
-            Map.of("needle.range", ByteBuffer.wrap("index".getBytes(StandardCharsets.UTF_8)));
+    private static final Map<String, ByteBuffer> INDEX = strategy("index");
+    /** The custom payload that makes Needle answer a range query the stock way (its parallel scan, here). */
+    private static final Map<String, ByteBuffer> STOCK = strategy("stock");
+
+    private static Map<String, ByteBuffer> strategy(String name) {
+        return Map.of("needle.range", ByteBuffer.wrap(name.getBytes(StandardCharsets.UTF_8)));
+    }
 
     private final RangeExperiment e;
     private final LocalCluster cluster;
@@ -67,7 +73,11 @@ public final class RangeBench {
 
     /**
      * One mix: its measured queries, the rows they returned on average, each variant's latency,
-     * and the queries whose answers differed between variants.
+     * the planner's median as a ratio of each other variant's (and of the best of the stock ones,
+     * "scan" and "sai", under "best_stock", and of the best of all under "best"; empty without
+     * "hybrid"), what the planner chose for the measured queries (as the coordinator's {@code
+     * needle_views.range_plans} shows: strategy, and why if not by its model), and the queries
+     * whose answers differed between variants.
      */
     public record MixResult(
             String label,
@@ -76,7 +86,38 @@ public final class RangeBench {
             int queries,
             double rowsMean,
             Map<String, Stats> variants,
+            Map<String, Double> plannerVs,
+            Map<String, Integer> plannerChose,
             int wrongResults) {}
+
+    /** The planner's median over each other variant's, and over the best stock and the best of all. */
+    static Map<String, Double> plannerRatios(Map<String, Stats> variants) {
+        Map<String, Double> out = new LinkedHashMap<>();
+        Stats planner = variants.get("hybrid");
+        if (planner == null) {
+            return out;
+        }
+        double bestStock = Double.MAX_VALUE;
+        double best = Double.MAX_VALUE;
+        for (Map.Entry<String, Stats> v : variants.entrySet()) {
+            if (v.getKey().equals("hybrid")) {
+                continue;
+            }
+            double median = v.getValue().medianMs();
+            out.put(v.getKey(), planner.medianMs() / median);
+            best = Math.min(best, median);
+            if (v.getKey().equals("scan") || v.getKey().equals("sai")) {
+                bestStock = Math.min(bestStock, median);
+            }
+        }
+        if (bestStock < Double.MAX_VALUE) {
+            out.put("best_stock", planner.medianMs() / bestStock);
+        }
+        if (best < Double.MAX_VALUE) {
+            out.put("best", planner.medianMs() / best);
+        }
+        return out;
+    }
 
     /** The document written to results.json. */
     public record Result(
@@ -89,6 +130,7 @@ public final class RangeBench {
             int nodes,
             int replicationFactor,
             String consistency,
+            double zipf,
             double loadSeconds,
             List<MixResult> mixes,
             List<WriteResult> writes) {}
@@ -196,7 +238,9 @@ public final class RangeBench {
                     .pageSize(e.scan().pageSize())
                     .timeout(Duration.ofSeconds(120))
                     .build();
-            PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
+            PreparedStatement sai = e.variants().contains("sai")
+                    ? s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?")
+                    : null; // without SAI on it, the query is refused (it would need ALLOW FILTERING)
             PreparedStatement rix = e.usesRangeIndex()
                     ? s.prepare("SELECT * FROM " + KEYSPACE + ".data_rix WHERE k >= ? AND k < ?")
                     : null;
@@ -216,6 +260,7 @@ public final class RangeBench {
                     e.cluster().nodes(),
                     e.cluster().replicationFactor(),
                     e.consistency(),
+                    e.zipf() == null ? 0 : e.zipf(),
                     loadSeconds,
                     mixes,
                     writes);
@@ -241,10 +286,7 @@ public final class RangeBench {
             names.append(", f").append(c);
             marks.append(", ?");
         }
-        List<String> tables = new ArrayList<>(List.of("data", "data_sai"));
-        if (e.usesRangeIndex()) {
-            tables.add("data_rix");
-        }
+        List<String> tables = tables();
         for (String t : tables) {
             s.execute(SimpleStatement.newInstance(
                             "CREATE TABLE " + KEYSPACE + "." + t + " (id bigint PRIMARY KEY, k double" + cols + ")")
@@ -267,6 +309,7 @@ public final class RangeBench {
             inserts.add(s.prepare("INSERT INTO " + KEYSPACE + "." + t + insert));
         }
         SplittableRandom r = new SplittableRandom(e.seed());
+        ZipfKeys keys = e.keys();
         Semaphore inFlight = new Semaphore(e.loadThreads());
         AtomicReference<Throwable> failure = new AtomicReference<>();
         long t0 = System.nanoTime();
@@ -275,7 +318,7 @@ public final class RangeBench {
         for (long id = 0; id < e.rows(); id++) {
             Object[] values = new Object[2 + e.columns()];
             values[0] = id;
-            values[1] = r.nextDouble();
+            values[1] = keys.next(r);
             for (int c = 0; c < e.columns(); c++) {
                 values[2 + c] = text(r, 1 + r.nextInt(e.valueBytes()));
             }
@@ -317,11 +360,20 @@ public final class RangeBench {
         return seconds;
     }
 
-    private List<WriteResult> measureWrites(CqlSession s, SplittableRandom r, ConsistencyLevel cl) {
-        List<String> tables = new ArrayList<>(List.of("data", "data_sai"));
+    /** The tables the variants read: without index (the scan's), with SAI, with Needle's index. */
+    private List<String> tables() {
+        List<String> tables = new ArrayList<>(List.of("data"));
+        if (e.variants().contains("sai")) {
+            tables.add("data_sai");
+        }
         if (e.usesRangeIndex()) {
             tables.add("data_rix");
         }
+        return tables;
+    }
+
+    private List<WriteResult> measureWrites(CqlSession s, SplittableRandom r, ConsistencyLevel cl) {
+        List<String> tables = tables();
         Map<String, Histogram> inserts = new LinkedHashMap<>();
         Map<String, Histogram> updates = new LinkedHashMap<>();
         Map<String, PreparedStatement> insert = new LinkedHashMap<>();
@@ -341,11 +393,12 @@ public final class RangeBench {
                             "INSERT INTO " + KEYSPACE + "." + t + " (id, k" + names + ") VALUES (?, ?" + marks + ")"));
             update.put(t, s.prepare("UPDATE " + KEYSPACE + "." + t + " SET k = ? WHERE id = ?"));
         }
+        ZipfKeys keys = e.keys();
         for (int i = 0; i < WRITE_PROBES; i++) {
             long newId = e.rows() + i;
             long oldId = r.nextLong(e.rows());
-            double k = r.nextDouble();
-            double k2 = r.nextDouble();
+            double k = keys.next(r);
+            double k2 = keys.next(r);
             Object[] row = new Object[2 + e.columns()]; // a whole row, as the load writes
             row[0] = newId;
             row[1] = k;
@@ -380,55 +433,28 @@ public final class RangeBench {
 
     /** Waits until every node has indexed the (empty) table's rows: then every write writes entries. */
     private void awaitRangeIndexBuilt(CqlSession s) throws IOException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
-        while (System.nanoTime() < deadline) {
-            try {
-                long built = s.execute("SELECT built FROM " + KEYSPACE + ".needle_rx_data_rix_k_nodes").all().stream()
-                        .filter(row -> row.getBoolean("built"))
-                        .count();
-                if (built == e.cluster().nodes()) {
-                    return;
-                }
-            } catch (RuntimeException ex) {
-                // its tables are being created
-            }
-            sleep(500);
-        }
-        throw new IOException("Needle's range index was not ready on every node within 3 minutes");
-    }
-
-    /**
-     * Waits until the index's leaves have stopped splitting (the load fills them faster than they
-     * split): no split in progress and the same number of leaves for 10 seconds.
-     */
-    private void awaitLeavesSettled(CqlSession s) throws IOException {
-        long deadline = System.nanoTime() + Duration.ofMinutes(20).toNanos();
-        int leaves = -1;
-        long stableSince = System.nanoTime();
-        while (System.nanoTime() < deadline) {
-            List<Row> dir = s.execute(SimpleStatement.newInstance(
-                                    "SELECT state FROM " + KEYSPACE + ".needle_rx_data_rix_k_dir WHERE part = 0")
-                            .setConsistencyLevel(DefaultConsistencyLevel.QUORUM))
-                    .all();
-            boolean splitting = dir.stream().anyMatch(row -> !"live".equals(row.getString("state")));
-            if (splitting || dir.size() != leaves) {
-                leaves = dir.size();
-                stableSince = System.nanoTime();
-            } else if (System.nanoTime() - stableSince > 10e9) {
-                log.printf("Needle's range index: %d leaves%n", leaves);
-                return;
-            }
-            sleep(1000);
-        }
-        throw new IOException("Needle's range index was still splitting leaves after 20 minutes");
-    }
-
-    private static void sleep(long ms) throws IOException {
         try {
-            Thread.sleep(ms);
+            RangeIndexStatus.of(s, KEYSPACE, "data_rix_k")
+                    .awaitBuilt(e.cluster().nodes(), Duration.ofMinutes(3));
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", ex);
+        } catch (IllegalStateException ex) {
+            throw new IOException(ex.getMessage(), ex);
+        }
+    }
+
+    /** Waits until the index's leaves have stopped splitting (the load fills them faster than they split). */
+    private void awaitLeavesSettled(CqlSession s) throws IOException {
+        try {
+            int leaves = RangeIndexStatus.of(s, KEYSPACE, "data_rix_k")
+                    .awaitLeavesSettled(Duration.ofSeconds(10), Duration.ofMinutes(20));
+            log.printf("Needle's range index: %d leaves%n", leaves);
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", ex);
+        } catch (IllegalStateException ex) {
+            throw new IOException(ex.getMessage(), ex);
         }
     }
 
@@ -446,6 +472,7 @@ public final class RangeBench {
         }
         long rows = 0;
         int wrong = 0;
+        Map<String, Integer> chose = new java.util.TreeMap<>();
         int total = e.warmupQueries() + e.queriesPerMix();
         for (int q = 0; q < total; q++) {
             double length = m.minLength() + r.nextDouble() * (m.maxLength() - m.minLength());
@@ -463,11 +490,15 @@ public final class RangeBench {
                     case "scan" -> scan.between(from, to);
                     case "sai" -> ordered(s, sai.bind(from, to), cl);
                     case "rix" -> ordered(s, rix.bind(from, to).setCustomPayload(INDEX), cl);
+                    case "coordinator-scan" -> ordered(s, rix.bind(from, to).setCustomPayload(STOCK), cl);
                     default -> ordered(s, rix.bind(from, to), cl); // "hybrid": the planner chooses
                 };
                 long nanos = System.nanoTime() - t0;
                 if (q >= e.warmupQueries()) {
                     hist.get(v).recordValue(Math.min(nanos, hist.get(v).getHighestTrackableValue()));
+                    if (v.equals("hybrid")) {
+                        chose.merge(lastPlan(s), 1, Integer::sum);
+                    }
                 }
                 answers.put(v, got.stream().map(row -> row.getLong("id")).toList());
             }
@@ -495,9 +526,26 @@ public final class RangeBench {
                 e.queriesPerMix(),
                 rows / (double) e.queriesPerMix(),
                 stats,
+                plannerRatios(stats),
+                chose,
                 wrong);
         log.println(line(result));
         return result;
+    }
+
+    /**
+     * The plan of the last range query node 1 (every query's coordinator) answered on the index's
+     * table: its strategy, and why when not by the planner's model ("scan", "index (exploring)").
+     */
+    private static String lastPlan(CqlSession s) {
+        Row plan = s.execute("SELECT strategy, chosen_by FROM needle_views.range_plans WHERE keyspace_name = '"
+                        + KEYSPACE + "' AND table_name = 'data_rix' AND index_name = 'data_rix_k' AND plan = 1")
+                .one();
+        if (plan == null) {
+            return "unknown";
+        }
+        String by = plan.getString("chosen_by");
+        return plan.getString("strategy") + ("planner".equals(by) ? "" : " (" + by + ")");
     }
 
     /**
@@ -520,6 +568,9 @@ public final class RangeBench {
         m.variants()
                 .forEach((v, st) ->
                         b.append(String.format("  %s median %9.1f ms mean %9.1f ms", v, st.medianMs(), st.meanMs())));
+        if (!m.plannerChose().isEmpty()) {
+            b.append("  planner chose ").append(m.plannerChose());
+        }
         if (m.wrongResults() > 0) {
             b.append("  WRONG RESULTS: ").append(m.wrongResults());
         }

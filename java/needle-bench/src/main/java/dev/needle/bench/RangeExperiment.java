@@ -13,9 +13,11 @@ import java.util.Set;
  * @param name          short name; results go to {@code bench/results/<name>/}
  * @param title         what the experiment measures
  * @param reproduces    the published table or figure it reproduces
- * @param variants      "scan" (the parallel token-range scan), "sai" (Cassandra's SAI on the key column),
- *     "rix" (Needle's ordered index on the key column, NeedleRangeIndex, asked for by the custom
- *     payload), "hybrid" (the same table and query, Needle's planner choosing the index or the scan)
+ * @param variants      "scan" (the parallel token-range scan from the client, as Spark's connector reads),
+ *     "sai" (Cassandra's SAI on the key column), "rix" (Needle's ordered index on the key column,
+ *     NeedleRangeIndex, asked for by the custom payload), "coordinator-scan" (the same table and
+ *     query, Needle's parallel scan at the coordinator asked for by the custom payload: the
+ *     planner's stock strategy), "hybrid" (the same table and query, Needle's planner choosing)
  * @param rows          rows loaded
  * @param columns       text columns per row besides the key
  * @param valueBytes    largest value of a column (each value's length is uniform in [1, valueBytes])
@@ -27,6 +29,8 @@ import java.util.Set;
  * @param loadThreads   writes in flight while loading
  * @param seed          seed of the data and of the queries
  * @param cluster       nodes and replication factor
+ * @param zipf          the keys' skew: absent or 0, uniform in [0, 1); else Zipf's law with this
+ *     exponent over 1,000 buckets of [0, 1), hot keys at the low end (see ZipfKeys)
  */
 public record RangeExperiment(
         String name,
@@ -43,7 +47,8 @@ public record RangeExperiment(
         Scan scan,
         int loadThreads,
         long seed,
-        Cluster cluster) {
+        Cluster cluster,
+        Double zipf) {
 
     /** Queries whose length is uniform in [minLength, maxLength). */
     public record Mix(String label, double minLength, double maxLength) {}
@@ -53,11 +58,16 @@ public record RangeExperiment(
 
     public record Cluster(int nodes, int replicationFactor) {}
 
-    static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "hybrid");
+    static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "coordinator-scan", "hybrid");
 
-    /** Whether a variant needs the table with Needle's ordered index ("rix" and "hybrid" query it). */
+    /** Whether a variant needs the table with Needle's ordered index (every variant but "scan" and "sai"). */
     boolean usesRangeIndex() {
-        return variants.contains("rix") || variants.contains("hybrid");
+        return variants.stream().anyMatch(v -> !v.equals("scan") && !v.equals("sai"));
+    }
+
+    /** The keys of the rows: uniform, or skewed as {@code zipf} says. */
+    ZipfKeys keys() {
+        return new ZipfKeys(zipf == null ? 0 : zipf);
     }
 
     /** Reads and checks {@code file}; every error names the file and the field. */
@@ -101,6 +111,7 @@ public record RangeExperiment(
                         && cluster.replicationFactor() >= 1
                         && cluster.replicationFactor() <= cluster.nodes(),
                 "'cluster' needs 1 <= replication_factor <= nodes");
+        require(zipf == null || (zipf >= 0 && zipf <= 5), "'zipf' must be from 0 (uniform) to 5");
     }
 
     /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */
@@ -121,7 +132,8 @@ public record RangeExperiment(
                 scan,
                 loadThreads,
                 seed,
-                cluster);
+                cluster,
+                zipf);
     }
 
     private static void require(boolean ok, String message) {

@@ -28,6 +28,16 @@ class RangeExperimentTest {
     }
 
     @Test
+    void everyCommittedRangeExperimentReads() throws IOException {
+        try (var files = Files.list(Path.of("../../bench/experiments"))) {
+            long n = files.filter(f -> f.getFileName().toString().startsWith("range-"))
+                    .peek(RangeExperiment::read)
+                    .count();
+            assertTrue(n >= 3, n + " range experiments");
+        }
+    }
+
+    @Test
     void mistakesAreNamed() throws IOException {
         String valid = Files.readString(COMMITTED);
         assertError("unknown field 'rowz'", valid.replace("\"rows\"", "\"rowz\""));
@@ -35,6 +45,7 @@ class RangeExperimentTest {
         assertError("min_length < max_length", valid.replace("\"max_length\": 0.002", "\"max_length\": 0.00001"));
         assertError(
                 "replication_factor <= nodes", valid.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
+        assertError("'zipf' must be from 0 (uniform) to 5", valid.replace("\"seed\":", "\"zipf\": -1, \"seed\":"));
         assertError("missing field 'queries_per_mix'", valid.replace("\"queries_per_mix\": 10,", ""));
         assertError("its file must be range-mixes.json", valid);
     }
