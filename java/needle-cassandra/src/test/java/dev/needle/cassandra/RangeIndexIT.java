@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Test;
  * Needle's ordered index ({@link NeedleRangeIndex}) on 3 nodes with replication factor 3, at
  * QUORUM: rows written before the index exists and after, random inserts, updates of the indexed
  * value and of other columns, deletes, nulls and batches; leaves small enough to split many times
- * while the test runs; a node killed with kill -9 and started again. Every range answer from the
+ * while the test runs; a node killed with kill -9, started again and repaired; flushes, major and
+ * split-output compactions, garbage collection, upgradesstables, scrub, cleanup and
+ * relocatesstables of the base table and the index's tables on random nodes. Every range answer from the
  * index (asked for by the custom payload), read page by page with random page sizes, must equal a
  * model of the writes, come in the column's order, and equal the answer of the stock way (every
  * node scanned, asked for too) and of the planner's choice.
@@ -43,13 +45,29 @@ class RangeIndexIT {
 
     private record Value(double k, String v) {}
 
+    /**
+     * The node-local operations that write, rewrite or swap the SSTables of the base table and of
+     * the index's tables (every table of the keyspace), run in turn while the test writes and reads.
+     */
+    private static final List<String[]> SSTABLE_OPERATIONS = List.of(
+            new String[] {"flush"},
+            new String[] {"compact"},
+            new String[] {"garbagecollect"},
+            new String[] {"flush"},
+            new String[] {"upgradesstables", "-a"},
+            new String[] {"scrub"},
+            new String[] {"cleanup"},
+            new String[] {"relocatesstables"},
+            new String[] {"compact", "--split-output"});
+
     @Test
-    void rangeAnswersEqualTheModelAndTheStockWayThroughSplitsAKilledNodeAndARestart() throws Exception {
+    void rangeAnswersEqualTheModelAndTheStockWayThroughSplitsSSTableOperationsAKilledNodeAndARepair() throws Exception {
         long seed = Long.getLong("needle.it.seed", System.nanoTime());
         int ops = Integer.getInteger("needle.range.ops", 2_000);
         SplittableRandom r = new SplittableRandom(seed);
         Map<Long, Value> model = new HashMap<>();
         int compared = 0;
+        int maintenance = 0;
         long nextId = 0;
         try (LocalCluster cluster = LocalCluster.start(3);
                 CqlSession s = cluster.session(1)) {
@@ -73,8 +91,15 @@ class RangeIndexIT {
                     cluster.kill(3);
                 } else if (op == 2 * ops / 3) {
                     cluster.startNode(3);
-                } else if (op % 500 == 250) {
-                    cluster.flush(1 + r.nextInt(2), "ri");
+                    cluster.nodetool(1, "repair", "ri"); // node 3 missed a third of the writes
+                    maintenance++;
+                } else if (op % 200 == 100) {
+                    // node 3 is down for the middle third: nodes 1 and 2 then
+                    int node = op > ops / 3 && op < 2 * ops / 3 ? 1 + r.nextInt(2) : 1 + r.nextInt(3);
+                    String[] verb = SSTABLE_OPERATIONS.get(maintenance++ % SSTABLE_OPERATIONS.size());
+                    String[] args = java.util.Arrays.copyOf(verb, verb.length + 1);
+                    args[verb.length] = "ri";
+                    cluster.nodetool(node, args);
                 }
                 int dice = r.nextInt(100);
                 List<Long> ids = new ArrayList<>(model.keySet());
@@ -119,7 +144,8 @@ class RangeIndexIT {
             }
             System.out.println(
                     "RangeIndexIT: " + compared + " ranges answered by the index, the stock way and the planner, "
-                            + model.size() + " rows, " + leaves.size() + " leaves, seed " + seed);
+                            + model.size() + " rows, " + leaves.size() + " leaves, " + maintenance
+                            + " SSTable operations and repairs, seed " + seed);
             assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
             checkViews(s, compared);
         } catch (AssertionError e) {
