@@ -25,13 +25,22 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 
@@ -132,8 +141,38 @@ public final class RangeBench {
             String consistency,
             double zipf,
             double loadSeconds,
+            Map<String, Integer> leaves,
             List<MixResult> mixes,
+            List<ClientsResult> clients,
             List<WriteResult> writes) {}
+
+    /**
+     * One point of the client-concurrency phase: {@code queries} queries of a mix answered by one
+     * variant from {@code threads} threads at once; the queries answered per second, each query's
+     * latency, and the queries whose answers differed between the variants at this point.
+     */
+    public record ClientsResult(
+            String mix,
+            int threads,
+            String variant,
+            int queries,
+            double queriesPerSecond,
+            Stats latency,
+            int wrongResults) {}
+
+    /** A table with Needle's ordered index: the one of the variants through Needle, or one per leaf size. */
+    record IndexedTable(String table, String index, Integer leafSize) {
+        /** What the variants measured on it are named after, behind the variant: nothing on the default table. */
+        String suffix() {
+            return leafSize == null ? "" : " (leaf " + leafSize + ")";
+        }
+    }
+
+    /** One way of answering {@code k >= from AND k < to}: a variant, on its table. */
+    @FunctionalInterface
+    interface Reader {
+        List<Row> read(double from, double to);
+    }
 
     /**
      * The latency of single writes to one table (the dissertation's Table 2.4): inserts of new
@@ -205,7 +244,11 @@ public final class RangeBench {
                 heap)) {
             Result r = new RangeBench(e, c, System.err).run("needle-bench " + String.join(" ", args), out);
             System.err.println("results: " + out.resolve("results.json"));
-            int wrong = r.mixes().stream().mapToInt(MixResult::wrongResults).sum();
+            int wrong = r.mixes().stream().mapToInt(MixResult::wrongResults).sum()
+                    + r.clients().stream() // each point's count is on each of its variants: count it once
+                            .filter(p -> p.variant().equals(r.clients().get(0).variant()))
+                            .mapToInt(ClientsResult::wrongResults)
+                            .sum();
             if (wrong > 0) {
                 System.err.println("needle-bench: " + wrong + " queries were answered differently by the variants");
                 return 1;
@@ -230,7 +273,8 @@ public final class RangeBench {
         String started = Instant.now().toString();
         ConsistencyLevel cl = DefaultConsistencyLevel.valueOf(e.consistency());
         try (CqlSession s = cluster.session(1)) {
-            double loadSeconds = load(s, cl);
+            Map<String, Integer> leaves = new LinkedHashMap<>();
+            double loadSeconds = load(s, cl, leaves);
             TokenRangeScan scan = TokenRangeScan.on(s, KEYSPACE, "data", "k")
                     .consistency(cl)
                     .splitsPerNode(e.scan().splitsPerNode())
@@ -238,16 +282,19 @@ public final class RangeBench {
                     .pageSize(e.scan().pageSize())
                     .timeout(Duration.ofSeconds(120))
                     .build();
-            PreparedStatement sai = e.variants().contains("sai")
-                    ? s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?")
-                    : null; // without SAI on it, the query is refused (it would need ALLOW FILTERING)
-            PreparedStatement rix = e.usesRangeIndex()
-                    ? s.prepare("SELECT * FROM " + KEYSPACE + ".data_rix WHERE k >= ? AND k < ?")
-                    : null;
+            Map<String, Reader> readers = readers(s, scan, cl);
             SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
             List<MixResult> mixes = new ArrayList<>();
             for (RangeExperiment.Mix m : e.mixes()) {
-                mixes.add(measure(m, r, scan, s, sai, rix, cl));
+                mixes.add(measure(m, r, readers, s));
+            }
+            List<ClientsResult> clients = new ArrayList<>();
+            if (e.clients() != null) {
+                for (RangeExperiment.Mix m : e.mixes()) {
+                    for (int threads : e.clients().threads()) {
+                        clients.addAll(measureClients(m, threads, r, readers));
+                    }
+                }
             }
             List<WriteResult> writes = measureWrites(s, r, cl);
             Result result = new Result(
@@ -262,7 +309,9 @@ public final class RangeBench {
                     e.consistency(),
                     e.zipf() == null ? 0 : e.zipf(),
                     loadSeconds,
+                    leaves,
                     mixes,
+                    clients,
                     writes);
             Files.createDirectories(out);
             Path tmp = out.resolve("results.json.tmp");
@@ -272,8 +321,12 @@ public final class RangeBench {
         }
     }
 
-    /** Creates the two tables and writes every row to both in one mutation; returns the seconds it took. */
-    private double load(CqlSession s, ConsistencyLevel cl) throws IOException {
+    /**
+     * Creates the tables and writes every row to all of them in one mutation, waits for the leaves
+     * of Needle's indexes to settle (their counts go to {@code leaves}, by table) and flushes;
+     * returns the seconds the writes took.
+     */
+    private double load(CqlSession s, ConsistencyLevel cl, Map<String, Integer> leaves) throws IOException {
         s.execute(SimpleStatement.newInstance("CREATE KEYSPACE " + KEYSPACE
                         + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': "
                         + e.cluster().replicationFactor() + "}")
@@ -297,11 +350,12 @@ public final class RangeBench {
                     SimpleStatement.newInstance("CREATE INDEX data_sai_k ON " + KEYSPACE + ".data_sai (k) USING 'sai'")
                             .setTimeout(Duration.ofSeconds(60)));
         }
-        if (e.usesRangeIndex()) {
-            s.execute(SimpleStatement.newInstance("CREATE CUSTOM INDEX data_rix_k ON " + KEYSPACE
-                            + ".data_rix (k) USING 'dev.needle.cassandra.NeedleRangeIndex'")
+        for (IndexedTable t : indexedTables()) {
+            s.execute(SimpleStatement.newInstance("CREATE CUSTOM INDEX " + t.index() + " ON " + KEYSPACE + "."
+                            + t.table() + " (k) USING 'dev.needle.cassandra.NeedleRangeIndex'"
+                            + (t.leafSize() == null ? "" : " WITH OPTIONS = {'leaf_size': '" + t.leafSize() + "'}"))
                     .setTimeout(Duration.ofSeconds(60)));
-            awaitRangeIndexBuilt(s);
+            awaitRangeIndexBuilt(s, t);
         }
         String insert = " (id, k" + names + ") VALUES (?, ?" + marks + ")";
         List<PreparedStatement> inserts = new ArrayList<>();
@@ -351,8 +405,8 @@ public final class RangeBench {
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
         log.printf("loaded in %.1f s; flushing%n", seconds);
-        if (e.usesRangeIndex()) {
-            awaitLeavesSettled(s);
+        for (IndexedTable t : indexedTables()) {
+            leaves.put(t.table(), awaitLeavesSettled(s, t));
         }
         for (int n = 1; n <= e.cluster().nodes(); n++) {
             cluster.flush(n, KEYSPACE);
@@ -366,10 +420,53 @@ public final class RangeBench {
         if (e.variants().contains("sai")) {
             tables.add("data_sai");
         }
-        if (e.usesRangeIndex()) {
-            tables.add("data_rix");
-        }
+        indexedTables().forEach(t -> tables.add(t.table()));
         return tables;
+    }
+
+    /** The tables with Needle's index: one at the default leaf size, or one per leaf size of the experiment. */
+    List<IndexedTable> indexedTables() {
+        if (!e.usesRangeIndex()) {
+            return List.of();
+        }
+        if (e.leafSizes() == null) {
+            return List.of(new IndexedTable("data_rix", "data_rix_k", null));
+        }
+        return e.leafSizes().stream()
+                .map(l -> new IndexedTable("data_rix_" + l, "data_rix_" + l + "_k", l))
+                .toList();
+    }
+
+    /**
+     * Every measured variant by name: "scan", "sai", and each variant through Needle on each table
+     * with Needle's index ("rix", or "rix (leaf 500)" when the experiment has leaf sizes).
+     */
+    private Map<String, Reader> readers(CqlSession s, TokenRangeScan scan, ConsistencyLevel cl) {
+        Map<String, Reader> out = new LinkedHashMap<>();
+        for (String v : e.variants()) {
+            switch (v) {
+                case "scan" -> out.put(v, scan::between);
+                case "sai" -> { // without SAI on it, the query is refused (it would need ALLOW FILTERING)
+                    PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
+                    out.put(v, (from, to) -> ordered(s, sai.bind(from, to), cl));
+                }
+                default -> {
+                    Map<String, ByteBuffer> payload = switch (v) {
+                        case "rix" -> INDEX;
+                        case "coordinator-scan" -> STOCK;
+                        default -> Map.of(); // "hybrid": the planner chooses
+                    };
+                    for (IndexedTable t : indexedTables()) {
+                        PreparedStatement q =
+                                s.prepare("SELECT * FROM " + KEYSPACE + "." + t.table() + " WHERE k >= ? AND k < ?");
+                        out.put(
+                                v + t.suffix(),
+                                (from, to) -> ordered(s, q.bind(from, to).setCustomPayload(payload), cl));
+                    }
+                }
+            }
+        }
+        return out;
     }
 
     private List<WriteResult> measureWrites(CqlSession s, SplittableRandom r, ConsistencyLevel cl) {
@@ -406,7 +503,7 @@ public final class RangeBench {
                 row[2 + c] = text(r, 1 + r.nextInt(e.valueBytes()));
             }
             List<String> order = new ArrayList<>(tables);
-            java.util.Collections.shuffle(order, new java.util.Random(r.nextLong()));
+            Collections.shuffle(order, new Random(r.nextLong()));
             for (String t : order) {
                 long t0 = System.nanoTime();
                 s.execute(insert.get(t).bind(row).setConsistencyLevel(cl));
@@ -419,7 +516,12 @@ public final class RangeBench {
         }
         List<WriteResult> out = new ArrayList<>();
         for (String t : tables) {
-            String index = t.equals("data") ? "none" : t.equals("data_sai") ? "sai" : "needle ordered index (rix)";
+            String index = t.equals("data")
+                    ? "none"
+                    : t.equals("data_sai")
+                            ? "sai"
+                            : "needle ordered index (rix)"
+                                    + (t.equals("data_rix") ? "" : ", leaf " + t.substring("data_rix_".length()));
             out.add(new WriteResult(t, index, WRITE_PROBES, Stats.of(inserts.get(t)), Stats.of(updates.get(t))));
             log.printf(
                     "  writes to %-9s (%s): insert median %.2f ms, update median %.2f ms%n",
@@ -432,10 +534,9 @@ public final class RangeBench {
     }
 
     /** Waits until every node has indexed the (empty) table's rows: then every write writes entries. */
-    private void awaitRangeIndexBuilt(CqlSession s) throws IOException {
+    private void awaitRangeIndexBuilt(CqlSession s, IndexedTable t) throws IOException {
         try {
-            RangeIndexStatus.of(s, KEYSPACE, "data_rix_k")
-                    .awaitBuilt(e.cluster().nodes(), Duration.ofMinutes(3));
+            RangeIndexStatus.of(s, KEYSPACE, t.index()).awaitBuilt(e.cluster().nodes(), Duration.ofMinutes(3));
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", ex);
@@ -444,12 +545,16 @@ public final class RangeBench {
         }
     }
 
-    /** Waits until the index's leaves have stopped splitting (the load fills them faster than they split). */
-    private void awaitLeavesSettled(CqlSession s) throws IOException {
+    /**
+     * Waits until the index's leaves have stopped splitting (the load fills them faster than they
+     * split); returns how many there are.
+     */
+    private int awaitLeavesSettled(CqlSession s, IndexedTable t) throws IOException {
         try {
-            int leaves = RangeIndexStatus.of(s, KEYSPACE, "data_rix_k")
+            int leaves = RangeIndexStatus.of(s, KEYSPACE, t.index())
                     .awaitLeavesSettled(Duration.ofSeconds(10), Duration.ofMinutes(20));
-            log.printf("Needle's range index: %d leaves%n", leaves);
+            log.printf("Needle's range index %s: %d leaves%n", t.index(), leaves);
+            return leaves;
         } catch (InterruptedException ex) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted", ex);
@@ -458,41 +563,23 @@ public final class RangeBench {
         }
     }
 
-    private MixResult measure(
-            RangeExperiment.Mix m,
-            SplittableRandom r,
-            TokenRangeScan scan,
-            CqlSession s,
-            PreparedStatement sai,
-            PreparedStatement rix,
-            ConsistencyLevel cl) {
+    private MixResult measure(RangeExperiment.Mix m, SplittableRandom r, Map<String, Reader> readers, CqlSession s) {
         Map<String, Histogram> hist = new LinkedHashMap<>();
-        for (String v : e.variants()) {
+        for (String v : readers.keySet()) {
             hist.put(v, ClosedLoop.newHistogram());
         }
         long rows = 0;
         int wrong = 0;
-        Map<String, Integer> chose = new java.util.TreeMap<>();
+        Map<String, Integer> chose = new TreeMap<>();
         int total = e.warmupQueries() + e.queriesPerMix();
         for (int q = 0; q < total; q++) {
-            double length = m.minLength() + r.nextDouble() * (m.maxLength() - m.minLength());
-            double from = r.nextDouble() * (1 - length);
-            double to = from + length;
-            List<String> order = new ArrayList<>(e.variants());
-            for (int i = order.size() - 1; i > 0; i--) { // a random order per query: no variant always goes first
-                int j = r.nextInt(i + 1);
-                order.set(j, order.set(i, order.get(j)));
-            }
+            double[] range = range(m, r);
+            double from = range[0];
+            double to = range[1];
             Map<String, List<Long>> answers = new LinkedHashMap<>();
-            for (String v : order) {
+            for (String v : shuffled(readers.keySet(), r)) { // a random order per query: no variant always goes first
                 long t0 = System.nanoTime();
-                List<Row> got = switch (v) {
-                    case "scan" -> scan.between(from, to);
-                    case "sai" -> ordered(s, sai.bind(from, to), cl);
-                    case "rix" -> ordered(s, rix.bind(from, to).setCustomPayload(INDEX), cl);
-                    case "coordinator-scan" -> ordered(s, rix.bind(from, to).setCustomPayload(STOCK), cl);
-                    default -> ordered(s, rix.bind(from, to), cl); // "hybrid": the planner chooses
-                };
+                List<Row> got = readers.get(v).read(from, to);
                 long nanos = System.nanoTime() - t0;
                 if (q >= e.warmupQueries()) {
                     hist.get(v).recordValue(Math.min(nanos, hist.get(v).getHighestTrackableValue()));
@@ -531,6 +618,98 @@ public final class RangeBench {
                 wrong);
         log.println(line(result));
         return result;
+    }
+
+    /** A query of mix {@code m}: {@code {from, to}}, its length uniform in the mix's interval. */
+    private static double[] range(RangeExperiment.Mix m, SplittableRandom r) {
+        double length = m.minLength() + r.nextDouble() * (m.maxLength() - m.minLength());
+        double from = r.nextDouble() * (1 - length);
+        return new double[] {from, from + length};
+    }
+
+    private static List<String> shuffled(Collection<String> names, SplittableRandom r) {
+        List<String> order = new ArrayList<>(names);
+        for (int i = order.size() - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            order.set(j, order.set(i, order.get(j)));
+        }
+        return order;
+    }
+
+    /**
+     * The client-concurrency phase at one point: the same {@code e.clients().queries()} queries of
+     * mix {@code m} answered by each variant in turn (in a random order), from {@code threads}
+     * threads at once; each answer compared with the other variants' answers to the same query.
+     */
+    private List<ClientsResult> measureClients(
+            RangeExperiment.Mix m, int threads, SplittableRandom r, Map<String, Reader> readers) {
+        int n = e.clients().queries();
+        double[][] queries = new double[n][];
+        for (int q = 0; q < n; q++) {
+            queries[q] = range(m, r);
+        }
+        Map<String, List<Long>[]> answers = new LinkedHashMap<>();
+        Map<String, Histogram> latency = new LinkedHashMap<>();
+        Map<String, Double> perSecond = new LinkedHashMap<>();
+        for (String v : shuffled(readers.keySet(), r)) {
+            Reader reader = readers.get(v);
+            @SuppressWarnings("unchecked")
+            List<Long>[] got = new List[n];
+            Histogram h = ClosedLoop.newHistogram();
+            AtomicInteger next = new AtomicInteger();
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            List<Future<?>> running = new ArrayList<>();
+            long t0 = System.nanoTime();
+            for (int t = 0; t < threads; t++) {
+                running.add(pool.submit(() -> {
+                    for (int q = next.getAndIncrement(); q < n; q = next.getAndIncrement()) {
+                        long q0 = System.nanoTime();
+                        List<Row> rows = reader.read(queries[q][0], queries[q][1]);
+                        long nanos = System.nanoTime() - q0;
+                        synchronized (h) {
+                            h.recordValue(Math.min(nanos, h.getHighestTrackableValue()));
+                        }
+                        got[q] = rows.stream().map(row -> row.getLong("id")).toList();
+                    }
+                }));
+            }
+            try {
+                for (Future<?> f : running) {
+                    f.get();
+                }
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted", ex);
+            } catch (ExecutionException ex) {
+                throw new IllegalStateException(
+                        v + " failed with " + threads + " threads: " + ex.getCause(), ex.getCause());
+            } finally {
+                pool.shutdownNow();
+            }
+            perSecond.put(v, n / ((System.nanoTime() - t0) / 1e9));
+            latency.put(v, h);
+            answers.put(v, got);
+        }
+        int wrong = 0;
+        for (int q = 0; q < n; q++) {
+            final int query = q;
+            if (answers.values().stream().map(a -> a[query]).distinct().count() > 1) {
+                wrong++;
+            }
+        }
+        List<ClientsResult> out = new ArrayList<>();
+        StringBuilder line = new StringBuilder(String.format("  %-34s %2d threads", m.label(), threads));
+        for (String v : readers.keySet()) {
+            out.add(new ClientsResult(m.label(), threads, v, n, perSecond.get(v), Stats.of(latency.get(v)), wrong));
+            line.append(String.format(
+                    "  %s %7.1f q/s median %8.1f ms",
+                    v, perSecond.get(v), latency.get(v).getValueAtPercentile(50) / 1e6));
+        }
+        if (wrong > 0) {
+            line.append("  WRONG RESULTS: ").append(wrong);
+        }
+        log.println(line);
+        return out;
     }
 
     /**

@@ -31,6 +31,11 @@ import java.util.Set;
  * @param cluster       nodes and replication factor
  * @param zipf          the keys' skew: absent or 0, uniform in [0, 1); else Zipf's law with this
  *     exponent over 1,000 buckets of [0, 1), hot keys at the low end (see ZipfKeys)
+ * @param clients       absent, or the client-concurrency phase that follows the mixes (the
+ *     dissertation's Figures 2.14-2.20)
+ * @param leafSizes     absent (one table with Needle's index at its default leaf size), or one
+ *     table with Needle's index per leaf size: the variants through Needle's index are measured on
+ *     each, named "rix (leaf N)" (the dissertation's Figures 2.3, 2.4 and 2.20)
  */
 public record RangeExperiment(
         String name,
@@ -48,7 +53,9 @@ public record RangeExperiment(
         int loadThreads,
         long seed,
         Cluster cluster,
-        Double zipf) {
+        Double zipf,
+        Clients clients,
+        List<Integer> leafSizes) {
 
     /** Queries whose length is uniform in [minLength, maxLength). */
     public record Mix(String label, double minLength, double maxLength) {}
@@ -57,6 +64,12 @@ public record RangeExperiment(
     public record Scan(int splitsPerNode, int concurrency, int pageSize) {}
 
     public record Cluster(int nodes, int replicationFactor) {}
+
+    /**
+     * Per mix, per number of client threads {@code threads} and per variant, {@code queries} queries
+     * (the same ones for every variant) answered by that many threads at once.
+     */
+    public record Clients(List<Integer> threads, int queries) {}
 
     static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "coordinator-scan", "hybrid");
 
@@ -112,6 +125,22 @@ public record RangeExperiment(
                         && cluster.replicationFactor() <= cluster.nodes(),
                 "'cluster' needs 1 <= replication_factor <= nodes");
         require(zipf == null || (zipf >= 0 && zipf <= 5), "'zipf' must be from 0 (uniform) to 5");
+        require(
+                clients == null
+                        || (clients.threads() != null
+                                && !clients.threads().isEmpty()
+                                && clients.threads().stream().allMatch(t -> t >= 1 && t <= 64)
+                                && clients.queries() >= 1),
+                "'clients' needs 'threads' (1 to 64 each) and a positive 'queries'");
+        require(
+                leafSizes == null
+                        || (!leafSizes.isEmpty()
+                                && leafSizes.stream().allMatch(l -> l >= 16)
+                                && leafSizes.stream().distinct().count() == leafSizes.size()),
+                "'leaf_sizes' must list distinct leaf sizes of at least 16 entries");
+        require(
+                leafSizes == null || !variants.contains("hybrid"),
+                "'leaf_sizes' measures Needle's index itself: use 'rix' or 'coordinator-scan', not 'hybrid'");
     }
 
     /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */
@@ -133,7 +162,9 @@ public record RangeExperiment(
                 loadThreads,
                 seed,
                 cluster,
-                zipf);
+                zipf,
+                clients,
+                leafSizes);
     }
 
     private static void require(boolean ok, String message) {

@@ -47,6 +47,13 @@ class RangeExperimentTest {
                 "replication_factor <= nodes", valid.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
         assertError("'zipf' must be from 0 (uniform) to 5", valid.replace("\"seed\":", "\"zipf\": -1, \"seed\":"));
         assertError("missing field 'queries_per_mix'", valid.replace("\"queries_per_mix\": 10,", ""));
+        assertError(
+                "'clients' needs 'threads' (1 to 64 each)",
+                valid.replace("\"seed\":", "\"clients\": {\"threads\": [0], \"queries\": 4}, \"seed\":"));
+        assertError("not 'hybrid'", valid.replace("\"seed\":", "\"leaf_sizes\": [100, 1000], \"seed\":"));
+        assertError(
+                "distinct leaf sizes of at least 16",
+                valid.replace("\"hybrid\"]", "\"rix\"]").replace("\"seed\":", "\"leaf_sizes\": [8], \"seed\":"));
         assertError("its file must be range-mixes.json", valid);
     }
 

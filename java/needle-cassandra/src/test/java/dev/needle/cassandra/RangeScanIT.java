@@ -8,12 +8,14 @@ import com.datastax.oss.driver.api.core.ConsistencyLevel;
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
+import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import dev.needle.bench.RangeBench;
 import dev.needle.bench.RangeExperiment;
 import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -89,6 +91,7 @@ class RangeScanIT {
                 queries += check(one, model, r, "ONE");
             }
             rangeExperiment(cluster);
+            leafSizeExperiment(cluster, s);
             cluster.kill(3);
             for (int i = 0; i < 10; i++) {
                 queries += check(quorum, model, r, "QUORUM with node 3 killed");
@@ -114,7 +117,8 @@ class RangeScanIT {
                            {"label": "long", "min_length": 0.5, "max_length": 0.9}],
                  "queries_per_mix": 3, "warmup_queries": 1, "consistency": "QUORUM",
                  "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
-                 "load_threads": 8, "seed": 7, "cluster": {"nodes": 3, "replication_factor": 3}}
+                 "load_threads": 8, "seed": 7, "cluster": {"nodes": 3, "replication_factor": 3},
+                 "clients": {"threads": [1, 3], "queries": 4}}
                 """);
         RangeBench.Result r =
                 new RangeBench(RangeExperiment.read(file), cluster, System.out).run("RangeScanIT", dir.resolve("out"));
@@ -151,6 +155,42 @@ class RangeScanIT {
         double shortRows = r.mixes().get(0).rowsMean(),
                 longRows = r.mixes().get(1).rowsMean();
         assertTrue(shortRows < 10 && longRows > 900, "rows per query: " + shortRows + " and " + longRows);
+        assertEquals(2 * 2 * 5, r.clients().size(), "a point per mix, thread count and variant: " + r.clients());
+        for (RangeBench.ClientsResult p : r.clients()) {
+            assertEquals(0, p.wrongResults(), p + ": the variants answered differently");
+            assertTrue(p.queriesPerSecond() > 0 && p.latency().medianMs() > 0, p.toString());
+        }
+    }
+
+    /** A small experiment of Needle's index at two leaf sizes, from one and three client threads. */
+    private void leafSizeExperiment(LocalCluster cluster, CqlSession s) throws Exception {
+        s.execute(SimpleStatement.newInstance("DROP KEYSPACE rq").setTimeout(Duration.ofSeconds(60)));
+        Path file = dir.resolve("range-it-leaves.json");
+        Files.writeString(file, """
+                {"name": "range-it-leaves", "title": "leaf sizes", "reproduces": null, "variants": ["scan", "rix"],
+                 "rows": 1500, "columns": 1, "value_bytes": 10,
+                 "mixes": [{"label": "medium", "min_length": 0.01, "max_length": 0.1}],
+                 "queries_per_mix": 2, "warmup_queries": 0, "consistency": "QUORUM",
+                 "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
+                 "load_threads": 8, "seed": 8, "cluster": {"nodes": 3, "replication_factor": 3},
+                 "clients": {"threads": [1, 3], "queries": 4}, "leaf_sizes": [32, 256]}
+                """);
+        RangeBench.Result r = new RangeBench(RangeExperiment.read(file), cluster, System.out)
+                .run("RangeScanIT", dir.resolve("out-leaves"));
+        assertEquals(0, r.mixes().get(0).wrongResults(), "the variants answered differently");
+        assertEquals(
+                List.of("scan", "rix (leaf 32)", "rix (leaf 256)"),
+                List.copyOf(r.mixes().get(0).variants().keySet()));
+        assertEquals(
+                List.of("data_rix_32", "data_rix_256"), List.copyOf(r.leaves().keySet()));
+        assertTrue(
+                r.leaves().get("data_rix_32") > r.leaves().get("data_rix_256"),
+                "smaller leaves, more of them: " + r.leaves());
+        assertEquals(
+                List.of("none", "needle ordered index (rix), leaf 32", "needle ordered index (rix), leaf 256"),
+                r.writes().stream().map(RangeBench.WriteResult::index).toList());
+        assertEquals(2 * 3, r.clients().size(), "a point per thread count and variant: " + r.clients());
+        assertTrue(r.clients().stream().allMatch(p -> p.wrongResults() == 0), "the same answers: " + r.clients());
     }
 
     /** One random range (short, medium or long, as the seed's three mixes) against the model. */
