@@ -30,12 +30,17 @@ import org.slf4j.LoggerFactory;
  *       is <b>live</b>.
  * </ol>
  *
- * A node that is down holds the split at its step (it resumes when the node is back): no node
- * ever reads a leaf that lacks an entry it should have.
+ * Every full leaf splits at once, in the same three versions (a load that fills leaves faster
+ * than they split needs a few rounds, not one per leaf); new splits start when the last ones are
+ * done. A node that is down holds the splits at their step (they resume when the node is back):
+ * no node ever reads a leaf that lacks an entry it should have.
  */
 final class LeafSplitter {
     private static final Logger logger = LoggerFactory.getLogger(LeafSplitter.class);
     private static final int COPY_BATCH = 1000;
+    /** Splits started at once, at most (each leaf a split starts is read whole at that step). */
+    private static final int MAX_SPLITS = 64;
+
     private final RangeIndex index;
     private final RangeTables t;
 
@@ -44,32 +49,65 @@ final class LeafSplitter {
         this.t = index.tables();
     }
 
-    /** Advances a split in progress, or starts one if a leaf is full. */
+    /**
+     * Advances the splits in progress (all at one step: they started together), or, when none is,
+     * recounts every leaf the counters call full and starts a split of each that is.
+     */
     void step() {
         LeafDirectory<ByteBuffer> d = index.loadDirectory();
         Map<Long, UntypedResultSet.Row> rows = index.directoryRows;
+        List<LeafDirectory.Leaf<ByteBuffer>> dual = new ArrayList<>();
+        List<LeafDirectory.Leaf<ByteBuffer>> moved = new ArrayList<>();
         for (LeafDirectory.Leaf<ByteBuffer> leaf : d.leaves()) {
             String state = rows.get(leaf.id()).getString("state");
-            if ("dual".equals(state) || "moved".equals(state)) {
-                advance(d, leaf, state, rows.get(leaf.id()).getLong("old_leaf"));
-                return; // one split at a time
+            if ("dual".equals(state)) {
+                dual.add(leaf);
+            } else if ("moved".equals(state)) {
+                moved.add(leaf);
             }
         }
+        if (!dual.isEmpty() || !moved.isEmpty()) {
+            if (index.everyNode(v -> v >= d.version(), false)) {
+                // no operation on any node acts on an older version (and none is down): the next step
+                if (!dual.isEmpty()) {
+                    move(d, dual, rows);
+                } else {
+                    settle(d, moved, rows);
+                }
+            }
+            return;
+        }
         Map<Long, Long> counters = index.directoryWritten; // read with the directory above
+        List<Statement> changes = new ArrayList<>();
+        long newId = 0;
+        for (LeafDirectory.Leaf<ByteBuffer> leaf : d.leaves()) {
+            newId = Math.max(newId, leaf.id() + 1);
+        }
+        int splits = 0;
         for (LeafDirectory.Leaf<ByteBuffer> leaf : d.leaves()) {
             UntypedResultSet.Row r = rows.get(leaf.id());
             long base = r.has("counted_at") ? r.getLong("counted_at") : 0;
             long counted = r.has("entry_count") ? r.getLong("entry_count") : 0;
             long counter = counters.getOrDefault(leaf.id(), 0L);
-            if (counted + (counter - base) > index.leafSize()) {
-                recount(d, leaf, counter);
-                return;
+            if (counted + (counter - base) > index.leafSize() && splits < MAX_SPLITS) {
+                if (recount(leaf, counter, newId + splits, changes)) {
+                    splits++;
+                }
             }
+        }
+        if (!changes.isEmpty() && lwt(d.version(), splits > 0, changes) && splits > 0) {
+            logger.info("Needle range index {}: splitting {} leaves", t.index(), splits);
         }
     }
 
-    /** Counts a leaf the counters call full; splits it at its median value if it is. */
-    private void recount(LeafDirectory<ByteBuffer> d, LeafDirectory.Leaf<ByteBuffer> leaf, long counter) {
+    /** One statement of a batch on the directory's partition. */
+    private record Statement(String cql, Object... values) {}
+
+    /**
+     * Counts a leaf the counters call full; adds to {@code changes} its split at its median value
+     * into leaf {@code newId} (and returns true) if it is full, else its count.
+     */
+    private boolean recount(LeafDirectory.Leaf<ByteBuffer> leaf, long counter, long newId, List<Statement> changes) {
         List<ByteBuffer> values = new ArrayList<>();
         forEachPage(leaf.id(), null, null, "value, pk, ck", page -> {
             for (UntypedResultSet.Row r : page) {
@@ -77,15 +115,11 @@ final class LeafSplitter {
             }
         });
         int n = values.size();
+        String setCount =
+                "UPDATE " + t.q(t.directory()) + " SET entry_count = ?, counted_at = ? WHERE part = 0 AND leaf = ?";
         if (n <= index.leafSize()) {
-            lwt(
-                    d.version(),
-                    false,
-                    "UPDATE " + t.q(t.directory()) + " SET entry_count = ?, counted_at = ? WHERE part = 0 AND leaf = ?",
-                    (long) n,
-                    counter,
-                    leaf.id());
-            return;
+            changes.add(new Statement(setCount, (long) n, counter, leaf.id()));
+            return false;
         }
         int at = n / 2;
         while (at < n && index.compare(values.get(at), values.get(0)) == 0) {
@@ -97,66 +131,57 @@ final class LeafSplitter {
                     t.index(),
                     leaf.id(),
                     n);
-            lwt(
-                    d.version(),
-                    false,
-                    "UPDATE " + t.q(t.directory()) + " SET entry_count = ?, counted_at = ? WHERE part = 0 AND leaf = ?",
-                    0L,
-                    counter,
-                    leaf.id());
-            return;
+            changes.add(new Statement(setCount, 0L, counter, leaf.id()));
+            return false;
         }
-        long newId = 0;
-        for (LeafDirectory.Leaf<ByteBuffer> l : d.leaves()) {
-            newId = Math.max(newId, l.id() + 1);
-        }
-        boolean applied = lwt(
-                d.version(),
-                true,
+        changes.add(new Statement(
                 "INSERT INTO " + t.q(t.directory())
                         + " (part, leaf, lower, state, old_leaf, entry_count, counted_at) VALUES (0, ?, ?, 'dual', ?, ?, 0)",
                 newId,
                 values.get(at),
                 leaf.id(),
-                (long) (n - at));
-        if (applied) {
-            lwt(
-                    d.version() + 1,
-                    false,
-                    "UPDATE " + t.q(t.directory()) + " SET entry_count = ?, counted_at = ? WHERE part = 0 AND leaf = ?",
-                    (long) at,
-                    counter,
-                    leaf.id());
-            logger.info(
-                    "Needle range index {}: splitting leaf {} ({} entries) into leaf {}",
-                    t.index(),
-                    leaf.id(),
-                    n,
-                    newId);
-        }
+                (long) (n - at)));
+        changes.add(new Statement(setCount, (long) at, counter, leaf.id()));
+        logger.info("Needle range index {}: leaf {} ({} entries) splits into leaf {}", t.index(), leaf.id(), n, newId);
+        return true;
     }
 
-    /** The next step of the split that made {@code leaf} from {@code old}. */
-    private void advance(LeafDirectory<ByteBuffer> d, LeafDirectory.Leaf<ByteBuffer> leaf, String state, long old) {
-        if (!index.everyNode(v -> v >= d.version(), false)) {
-            return; // an operation on some node may still act on an older version (or a node is down): later
-        }
+    /** The upper bound of {@code leaf}'s values: the next leaf's lower bound (null: unbounded). */
+    private static ByteBuffer upper(LeafDirectory<ByteBuffer> d, LeafDirectory.Leaf<ByteBuffer> leaf) {
         int i = d.leaves().indexOf(leaf);
-        ByteBuffer upper = i + 1 < d.leaves().size() ? d.leaves().get(i + 1).lowerBound() : null;
-        if ("dual".equals(state)) {
-            long copied = copy(old, leaf.id(), leaf.lowerBound(), upper);
-            lwt(
-                    d.version(),
-                    true,
-                    "UPDATE " + t.q(t.directory()) + " SET state = 'moved' WHERE part = 0 AND leaf = ?",
-                    leaf.id());
+        return i + 1 < d.leaves().size() ? d.leaves().get(i + 1).lowerBound() : null;
+    }
+
+    /** Copies each new leaf's entries from its old leaf, then makes the new leaves the only ones written and read. */
+    private void move(
+            LeafDirectory<ByteBuffer> d,
+            List<LeafDirectory.Leaf<ByteBuffer>> dual,
+            Map<Long, UntypedResultSet.Row> rows) {
+        List<Statement> changes = new ArrayList<>();
+        for (LeafDirectory.Leaf<ByteBuffer> leaf : dual) {
+            long old = rows.get(leaf.id()).getLong("old_leaf");
+            long copied = copy(old, leaf.id(), leaf.lowerBound(), upper(d, leaf));
+            changes.add(new Statement(
+                    "UPDATE " + t.q(t.directory()) + " SET state = 'moved' WHERE part = 0 AND leaf = ?", leaf.id()));
             logger.info(
                     "Needle range index {}: copied {} entries of leaf {} to leaf {}",
                     t.index(),
                     copied,
                     old,
                     leaf.id());
-        } else {
+        }
+        lwt(d.version(), true, changes);
+    }
+
+    /** Deletes the old leaves' copies of the new leaves' entries; the splits are done. */
+    private void settle(
+            LeafDirectory<ByteBuffer> d,
+            List<LeafDirectory.Leaf<ByteBuffer>> moved,
+            Map<Long, UntypedResultSet.Row> rows) {
+        List<Statement> changes = new ArrayList<>();
+        for (LeafDirectory.Leaf<ByteBuffer> leaf : moved) {
+            long old = rows.get(leaf.id()).getLong("old_leaf");
+            ByteBuffer upper = upper(d, leaf);
             if (upper == null) {
                 QueryProcessor.execute(
                         "DELETE FROM " + t.q(t.entries()) + " WHERE leaf = ? AND value >= ?",
@@ -171,12 +196,11 @@ final class LeafSplitter {
                         leaf.lowerBound(),
                         upper);
             }
-            lwt(
-                    d.version(),
-                    true,
-                    "UPDATE " + t.q(t.directory()) + " SET state = 'live' WHERE part = 0 AND leaf = ?",
-                    leaf.id());
-            logger.info("Needle range index {}: split of leaf {} into leaf {} done", t.index(), old, leaf.id());
+            changes.add(new Statement(
+                    "UPDATE " + t.q(t.directory()) + " SET state = 'live' WHERE part = 0 AND leaf = ?", leaf.id()));
+        }
+        if (lwt(d.version(), true, changes)) {
+            logger.info("Needle range index {}: {} splits done", t.index(), moved.size());
         }
     }
 
@@ -235,17 +259,21 @@ final class LeafSplitter {
     }
 
     /**
-     * Applies {@code cql} (on the directory partition) if the directory is still at {@code
-     * version}, moving it to the next version when {@code bump}.
+     * Applies {@code changes} (statements on the directory's partition) in one lightweight
+     * transaction if the directory is still at {@code version}, moving it to the next version when
+     * {@code bump}; returns whether it applied.
      */
-    private boolean lwt(long version, boolean bump, String cql, Object... values) {
+    private boolean lwt(long version, boolean bump, List<Statement> changes) {
         List<Object> all = new ArrayList<>();
         StringBuilder batch = new StringBuilder("BEGIN BATCH ");
         batch.append("UPDATE ").append(t.q(t.directory())).append(" SET version = ? WHERE part = 0 IF version = ?; ");
         all.add(bump ? version + 1 : version);
         all.add(version);
-        batch.append(cql).append("; APPLY BATCH");
-        all.addAll(List.of(values));
+        for (Statement c : changes) {
+            batch.append(c.cql()).append("; ");
+            all.addAll(List.of(c.values()));
+        }
+        batch.append("APPLY BATCH");
         UntypedResultSet r = QueryProcessor.execute(batch.toString(), ConsistencyLevel.QUORUM, all.toArray());
         return !r.isEmpty() && r.one().getBoolean("[applied]");
     }
