@@ -1,20 +1,15 @@
 package dev.needle.cassandra;
 
 import com.codahale.metrics.Counter;
-import com.codahale.metrics.Gauge;
 import dev.needle.cassandra.storage.StorageFilter;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.function.LongSupplier;
 import java.util.function.ToLongFunction;
-import org.apache.cassandra.metrics.CassandraMetricsRegistry;
-import org.apache.cassandra.metrics.CassandraMetricsRegistry.MetricName;
 
 /**
  * Needle's metrics for one indexed table, in Cassandra's metrics registry and so over JMX as
  * {@code org.apache.cassandra.metrics:type=Needle,keyspace=KS,scope=TABLE,name=NAME}.
  */
 public final class NeedleMetrics {
-    private static final String GROUP = "org.apache.cassandra.metrics";
     private static final String TYPE = "Needle";
 
     /** Reads answered empty without touching SSTables. */
@@ -48,13 +43,10 @@ public final class NeedleMetrics {
     /** Reads passed without asking the copies (a recent write through this node, a moving range, a client-set time). */
     public final Counter nodePassedNotEligible;
 
-    private final List<MetricName> names = new ArrayList<>();
-    private final String keyspace;
-    private final String table;
+    private final MetricGroup metrics;
 
     public NeedleMetrics(String keyspace, String table, String index, StorageFilter filter) {
-        this.keyspace = keyspace;
-        this.table = table;
+        this.metrics = new MetricGroup(TYPE, keyspace, table);
         lookupsSkipped = counter("LookupsSkipped");
         lookupsPassed = counter("LookupsPassed");
         emptyAfterLive = counter("EmptyReadsAfterLive");
@@ -82,36 +74,21 @@ public final class NeedleMetrics {
         gauge("UntrackedMemtables", filter, StorageFilter.Stats::untrackedMemtables);
     }
 
-    private MetricName name(String metric) {
-        String mbean = GROUP + ":type=" + TYPE + ",keyspace=" + keyspace + ",scope=" + table + ",name=" + metric;
-        return new MetricName(GROUP, TYPE, metric, keyspace + "." + table, mbean);
-    }
-
     private Counter counter(String metric) {
-        MetricName n = name(metric);
-        CassandraMetricsRegistry.Metrics.remove(n);
-        names.add(n);
-        return CassandraMetricsRegistry.Metrics.register(n, new Counter());
+        return metrics.counter(metric);
     }
 
     private void gauge(String metric, StorageFilter filter, ToLongFunction<StorageFilter.Stats> value) {
-        MetricName n = name(metric);
-        CassandraMetricsRegistry.Metrics.remove(n);
-        names.add(n);
-        CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) () -> value.applyAsLong(filter.stats()));
+        metrics.gauge(metric, () -> value.applyAsLong(filter.stats()));
     }
 
     /** Registers a gauge of this table under {@code metric} (replacing one of that name), released with the others. */
-    public void gauge(String metric, java.util.function.LongSupplier value) {
-        MetricName n = name(metric);
-        CassandraMetricsRegistry.Metrics.remove(n);
-        names.add(n);
-        CassandraMetricsRegistry.Metrics.register(n, (Gauge<Long>) value::getAsLong);
+    public void gauge(String metric, LongSupplier value) {
+        metrics.gauge(metric, value);
     }
 
+    /** Removes this table's metrics (its index was dropped). */
     public void release() {
-        for (MetricName n : names) {
-            CassandraMetricsRegistry.Metrics.remove(n);
-        }
+        metrics.release();
     }
 }

@@ -17,13 +17,9 @@ import org.apache.cassandra.cql3.selection.ResultSetBuilder;
 import org.apache.cassandra.cql3.selection.Selection;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.ConsistencyLevel;
-import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.PartitionRangeReadCommand;
 import org.apache.cassandra.db.ReadQuery;
 import org.apache.cassandra.db.filter.DataLimits;
-import org.apache.cassandra.db.partitions.PartitionIterator;
-import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.RowIterator;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.dht.Range;
 import org.apache.cassandra.dht.Token;
@@ -191,17 +187,7 @@ final class ParallelScan {
             Dispatcher.RequestTime t) {
         QueryPager pager = part.getPager(from, version);
         List<RangeRead.Fetched> rows = new ArrayList<>();
-        try (PartitionIterator partitions = pager.fetchPage(limit, cl, state.getClientState(), t)) {
-            while (partitions.hasNext()) {
-                try (RowIterator partition = partitions.next()) {
-                    DecoratedKey key = partition.partitionKey();
-                    Row staticRow = partition.staticRow();
-                    while (partition.hasNext()) {
-                        rows.add(new RangeRead.Fetched(key, staticRow, partition.next()));
-                    }
-                }
-            }
-        }
+        RangeRead.forEachRow(pager.fetchPage(limit, cl, state.getClientState(), t), rows::add);
         return new Split(rows, pager.isExhausted());
     }
 

@@ -1,15 +1,13 @@
 package dev.needle.cassandra.range;
 
 import com.codahale.metrics.Counter;
+import dev.needle.cassandra.MetricGroup;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Deque;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.apache.cassandra.metrics.CassandraMetricsRegistry;
-import org.apache.cassandra.metrics.CassandraMetricsRegistry.MetricName;
 
 /**
  * What the range queries of one ordered index did on this node, for the operator: the last
@@ -22,7 +20,6 @@ public final class RangePlans {
     /** Plans kept per index. */
     static final int KEPT = 64;
 
-    private static final String GROUP = "org.apache.cassandra.metrics";
     private static final String TYPE = "NeedleRange";
 
     /** Why a strategy answered a query. */
@@ -70,22 +67,15 @@ public final class RangePlans {
     private final Deque<Plan> recent = new ArrayDeque<>(KEPT);
     private final Map<RangePlanner.Strategy, Counter> queries = new EnumMap<>(RangePlanner.Strategy.class);
     private final Counter switches;
-    private final List<MetricName> names = new ArrayList<>();
+    private final MetricGroup metrics;
 
     RangePlans(String keyspace, String index) {
+        metrics = new MetricGroup(TYPE, keyspace, index);
         for (RangePlanner.Strategy s : RangePlanner.Strategy.values()) {
             String n = s.name().charAt(0) + s.name().substring(1).toLowerCase(Locale.ROOT);
-            queries.put(s, counter(keyspace, index, "QueriesBy" + n));
+            queries.put(s, metrics.counter("QueriesBy" + n));
         }
-        switches = counter(keyspace, index, "SwitchesToStock");
-    }
-
-    private Counter counter(String keyspace, String index, String metric) {
-        String mbean = GROUP + ":type=" + TYPE + ",keyspace=" + keyspace + ",scope=" + index + ",name=" + metric;
-        MetricName n = new MetricName(GROUP, TYPE, metric, keyspace + "." + index, mbean);
-        CassandraMetricsRegistry.Metrics.remove(n);
-        names.add(n);
-        return CassandraMetricsRegistry.Metrics.register(n, new Counter());
+        switches = metrics.counter("SwitchesToStock");
     }
 
     /** Records a query's plan. */
@@ -116,6 +106,6 @@ public final class RangePlans {
 
     /** Removes this index's metrics (the index was dropped). */
     void release() {
-        names.forEach(CassandraMetricsRegistry.Metrics::remove);
+        metrics.release();
     }
 }

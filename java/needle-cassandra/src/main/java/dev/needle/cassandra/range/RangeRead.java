@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
@@ -268,22 +269,29 @@ public final class RangeRead {
                 base.partitioner.decorateKey(pk),
                 new ClusteringIndexNamesFilter(clusterings, false))));
         Map<Key, Fetched> out = new HashMap<>();
-        try (PartitionIterator partitions =
-                StorageProxy.read(SinglePartitionReadCommand.Group.create(commands, DataLimits.NONE), cl, t)) {
+        forEachRow(
+                StorageProxy.read(SinglePartitionReadCommand.Group.create(commands, DataLimits.NONE), cl, t),
+                f -> out.put(
+                        new Key(
+                                f.key().getKey(),
+                                EntryWriter.clustering(index, f.row().clustering())),
+                        f));
+        return out;
+    }
+
+    /** Every row of {@code partitions}, with its partition's key and static row, to {@code out}; closes them. */
+    static void forEachRow(PartitionIterator partitions, Consumer<Fetched> out) {
+        try (partitions) {
             while (partitions.hasNext()) {
                 try (RowIterator partition = partitions.next()) {
                     DecoratedKey key = partition.partitionKey();
                     Row staticRow = partition.staticRow();
                     while (partition.hasNext()) {
-                        Row row = partition.next();
-                        out.put(
-                                new Key(key.getKey(), EntryWriter.clustering(index, row.clustering())),
-                                new Fetched(key, staticRow, row));
+                        out.accept(new Fetched(key, staticRow, partition.next()));
                     }
                 }
             }
         }
-        return out;
     }
 
     /** One fetched row as a partition of one row, as the statement's selection processes it. */

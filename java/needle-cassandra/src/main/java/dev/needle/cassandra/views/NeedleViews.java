@@ -144,11 +144,6 @@ public final class NeedleViews {
             }
             return rows;
         }
-
-        @Override
-        public void apply(org.apache.cassandra.db.partitions.PartitionUpdate update) {
-            throw new InvalidRequestException("needle_views.storage_filters is read-only");
-        }
     }
 
     static final class KeyStates extends AbstractVirtualTable {
@@ -208,11 +203,6 @@ public final class NeedleViews {
             }
             return rows;
         }
-
-        @Override
-        public void apply(org.apache.cassandra.db.partitions.PartitionUpdate update) {
-            throw new InvalidRequestException("needle_views.key_states is read-only");
-        }
     }
 
     static final class NodeFilterCopies extends AbstractVirtualTable {
@@ -254,11 +244,6 @@ public final class NeedleViews {
                         .column("state", c.state());
             }
             return rows;
-        }
-
-        @Override
-        public void apply(org.apache.cassandra.db.partitions.PartitionUpdate update) {
-            throw new InvalidRequestException("needle_views.node_filters is read-only");
         }
     }
 }

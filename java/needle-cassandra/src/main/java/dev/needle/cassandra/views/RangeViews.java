@@ -15,11 +15,9 @@ import org.apache.cassandra.db.marshal.Int32Type;
 import org.apache.cassandra.db.marshal.LongType;
 import org.apache.cassandra.db.marshal.TimestampType;
 import org.apache.cassandra.db.marshal.UTF8Type;
-import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.virtual.AbstractVirtualTable;
 import org.apache.cassandra.db.virtual.SimpleDataSet;
 import org.apache.cassandra.dht.LocalPartitioner;
-import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.schema.TableMetadata;
 
 /** The ordered indexes' virtual tables of {@code needle_views} (see {@link NeedleViews}). */
@@ -84,11 +82,6 @@ final class RangeViews {
             return String.format(
                     Locale.ROOT, "%.1f ms + %.4f ms/row, %d queries observed", c[0], c[1], planner.observations(s));
         }
-
-        @Override
-        public void apply(PartitionUpdate update) {
-            throw new InvalidRequestException("needle_views.range_indexes is read-only");
-        }
     }
 
     /** {@code range_plans}: the last range queries each ordered index answered on this node, newest first. */
@@ -134,11 +127,6 @@ final class RangeViews {
                 }
             }
             return rows;
-        }
-
-        @Override
-        public void apply(PartitionUpdate update) {
-            throw new InvalidRequestException("needle_views.range_plans is read-only");
         }
     }
 }
