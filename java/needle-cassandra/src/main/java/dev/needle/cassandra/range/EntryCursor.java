@@ -15,8 +15,19 @@ import org.apache.cassandra.utils.ByteBufferUtil;
  * settled is read from both partitions, merged, without duplicates.
  */
 final class EntryCursor {
-    /** A position in the index: an entry's value and its row's primary key. */
-    record Position(ByteBuffer value, ByteBuffer pk, ByteBuffer ck) {}
+    /**
+     * A position in the index: an entry's value and its row's primary key; for an entry read from
+     * the index, also the leaf it was read from and its write time (else -1 and {@link
+     * #UNKNOWN_TIME}).
+     */
+    record Position(ByteBuffer value, ByteBuffer pk, ByteBuffer ck, long leaf, long written) {
+        static final long UNKNOWN_TIME = Long.MIN_VALUE;
+
+        /** A position alone (a paging state's), not an entry read. */
+        Position(ByteBuffer value, ByteBuffer pk, ByteBuffer ck) {
+            this(value, pk, ck, -1, UNKNOWN_TIME);
+        }
+    }
 
     /** A value bound; {@code value} null means unbounded. */
     record Bound(ByteBuffer value, boolean inclusive) {
@@ -148,7 +159,7 @@ final class EntryCursor {
         }
 
         private void fill() {
-            StringBuilder cql = new StringBuilder("SELECT value, pk, ck FROM ")
+            StringBuilder cql = new StringBuilder("SELECT value, pk, ck, WRITETIME(live) AS written FROM ")
                     .append(index.tables().q(index.tables().entries()))
                     .append(" WHERE leaf = ?");
             List<Object> values = new ArrayList<>();
@@ -176,7 +187,8 @@ final class EntryCursor {
             partitionReads++;
             int n = 0;
             for (UntypedResultSet.Row r : rows) {
-                Position p = new Position(r.getBytes("value"), r.getBytes("pk"), r.getBytes("ck"));
+                Position p = new Position(
+                        r.getBytes("value"), r.getBytes("pk"), r.getBytes("ck"), leaf, r.getLong("written"));
                 buffer.add(p);
                 last = p;
                 n++;

@@ -14,7 +14,7 @@ import java.util.Map;
  * {@link #KEPT} plans (read through {@code needle_views.range_plans}) and, per strategy, counters
  * in Cassandra's metrics registry, so over JMX as {@code
  * org.apache.cassandra.metrics:type=NeedleRange,keyspace=KS,scope=INDEX,name=QueriesByIndex} (and
- * {@code QueriesByScan}, {@code QueriesBySai}, {@code SwitchesToStock}). Thread-safe.
+ * {@code QueriesByScan}, {@code QueriesBySai}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}). Thread-safe.
  */
 public final class RangePlans {
     /** Plans kept per index. */
@@ -67,6 +67,7 @@ public final class RangePlans {
     private final Deque<Plan> recent = new ArrayDeque<>(KEPT);
     private final Map<RangePlanner.Strategy, Counter> queries = new EnumMap<>(RangePlanner.Strategy.class);
     private final Counter switches;
+    private final Counter staleRemoved;
     private final MetricGroup metrics;
 
     RangePlans(String keyspace, String index) {
@@ -76,6 +77,7 @@ public final class RangePlans {
             queries.put(s, metrics.counter("QueriesBy" + n));
         }
         switches = metrics.counter("SwitchesToStock");
+        staleRemoved = metrics.counter("StaleEntriesRemoved");
     }
 
     /** Records a query's plan. */
@@ -97,6 +99,16 @@ public final class RangePlans {
         synchronized (recent) {
             return List.copyOf(recent);
         }
+    }
+
+    /** Counts {@code n} superseded entries removed (see StaleEntries). */
+    void staleEntriesRemoved(int n) {
+        staleRemoved.inc(n);
+    }
+
+    /** Superseded entries this node's reads removed since it started. */
+    public long staleEntriesRemoved() {
+        return staleRemoved.getCount();
     }
 
     /** Queries answered by {@code s} on this node since it started. */

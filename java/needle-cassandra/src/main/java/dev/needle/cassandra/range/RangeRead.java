@@ -204,9 +204,13 @@ public final class RangeRead {
             }
             entries += batch.size();
             Map<Key, Fetched> rows = fetch(index, batch, cl, nowInSec, t);
+            List<EntryCursor.Position> superseded = new ArrayList<>();
             for (EntryCursor.Position e : batch) {
                 last = e;
                 Fetched f = rows.get(new Key(e.pk(), e.ck()));
+                if (f != null && StaleEntries.superseded(index, f.row, e)) {
+                    superseded.add(e);
+                }
                 if (f == null || !matches(index, filter, f, e, nowInSec)) {
                     continue;
                 }
@@ -215,6 +219,7 @@ public final class RangeRead {
                     break;
                 }
             }
+            StaleEntries.remove(index, superseded);
             if (emitted == want && last != batch.get(batch.size() - 1)) {
                 break; // the page is full inside this batch: the next page starts after 'last'
             }

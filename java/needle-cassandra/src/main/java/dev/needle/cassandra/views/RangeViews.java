@@ -43,6 +43,7 @@ final class RangeViews {
                     .addRegularColumn("queries_by_index", LongType.instance)
                     .addRegularColumn("queries_by_scan", LongType.instance)
                     .addRegularColumn("queries_by_sai", LongType.instance)
+                    .addRegularColumn("stale_entries_removed", LongType.instance)
                     .addRegularColumn("model_index", UTF8Type.instance)
                     .addRegularColumn("model_scan", UTF8Type.instance)
                     .addRegularColumn("model_sai", UTF8Type.instance)
@@ -69,6 +70,7 @@ final class RangeViews {
                         .column("queries_by_index", plans.queries(RangePlanner.Strategy.INDEX))
                         .column("queries_by_scan", plans.queries(RangePlanner.Strategy.SCAN))
                         .column("queries_by_sai", plans.queries(RangePlanner.Strategy.SAI))
+                        .column("stale_entries_removed", plans.staleEntriesRemoved())
                         .column("model_index", model(planner, RangePlanner.Strategy.INDEX))
                         .column("model_scan", model(planner, RangePlanner.Strategy.SCAN))
                         .column("model_sai", model(planner, RangePlanner.Strategy.SAI));
