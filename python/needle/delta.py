@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from needle import _native
-from needle._common import Candidate, PathLike, concat, index_value, is_temporal, matching_rows, sort_candidates
+from needle._common import Candidate, Key, PathLike, concat, index_value, is_temporal, matching_rows, sort_candidates
 from needle._native import DeltaSnapshot, NeedleError, parquet_index_info, split_partition_id
 from needle.parquet import index_dir_of
 
@@ -72,18 +72,20 @@ def indexed_version(table: PathLike, *, index: PathLike | None = None) -> int | 
     return _native.delta_indexed_version(os.fspath(index_dir_of(_local(table), index)))
 
 
-def _candidates(snap: DeltaSnapshot, value: Any, index: PathLike | None) -> tuple[list[Candidate], str]:
+def _candidates(snap: DeltaSnapshot, value: Any, index: PathLike | None) -> tuple[list[Candidate], str, Key, list[str]]:
     root = Path(snap.root)
     index_dir = index_dir_of(root, index)
     info = parquet_index_info(os.fspath(index_dir))
+    # Raises if the column is not there at this version (schema evolution added it later).
     snap.check_column(info["column"])
     field = _arrow_schema(snap).field(info["column"]) if is_temporal(value) else None
-    v = index_value(value, info["type"], field)
+    key = index_value(value, info["type"], info["unit"], field)
+    ids = snap.candidates(os.fspath(index_dir), key.native)
     found = []
-    for pid in snap.candidates(os.fspath(index_dir), v):
+    for pid in ids:
         rel, rg = split_partition_id(pid)
         found.append(Candidate(root / rel, rg))
-    return sort_candidates(found), info["column"]
+    return sort_candidates(found), info["column"], key, ids
 
 
 def delta_candidate_files(
@@ -105,9 +107,17 @@ def delta_lookup(
 ) -> pyarrow.Table:
     """The rows of the table at ``version`` (default: the latest) whose indexed column equals
     ``value``, read from the candidate files alone, partition columns included, without the rows
-    that deletion vectors hide, as one ``pyarrow.Table``."""
+    that deletion vectors hide, as one ``pyarrow.Table`` typed as the table's schema says.
+
+    Raises:
+        NeedleError: the index or the table cannot be read, the column does not exist at that
+            version (schema evolution added it later), or a data file of that version was
+            removed (by VACUUM).
+    """
     snap = _open(table, version)
-    candidates, column = _candidates(snap, value, index)
+    candidates, column, key, ids = _candidates(snap, value, index)
+    # Raises if VACUUM removed a file this version reads.
+    snap.check_files(ids)
     schema = _arrow_schema(snap)
     root = Path(snap.root)
     live = snap.files
@@ -124,8 +134,12 @@ def delta_lookup(
         rel = os.fspath(path.relative_to(root))
         return snap.deleted_rows(rel) if rel in with_vectors else []
 
-    parts = matching_rows(candidates, column, value, columns, partition_values, deleted)
-    return concat(parts, None if parts else schema, columns)
+    try:
+        parts = matching_rows(candidates, column, key, columns, partition_values, deleted)
+    except FileNotFoundError:
+        snap.check_files(ids)  # removed while it was read
+        raise
+    return concat(parts, None if parts else schema, columns, declared=schema)
 
 
 def _partition_scalar(raw: Any, type_: pyarrow.DataType) -> pyarrow.Scalar:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from needle._common import Candidate, PathLike, concat, index_value, is_temporal, matching_rows, sort_candidates
+from needle._common import (
+    Candidate,
+    Key,
+    PathLike,
+    concat,
+    index_value,
+    is_temporal,
+    matching_rows,
+    plain_schema,
+    sort_candidates,
+)
 from needle._native import NeedleError, PartitionIndex, default_index_dir, parquet_index_info, split_partition_id
 from needle._native import index_parquet as _index_parquet
 
@@ -35,7 +46,7 @@ def index_parquet(
     Args:
         directory: the directory of Parquet files (searched recursively, hidden folders skipped).
         column: the top-level column to index (integers, strings or binary; dates, times and
-            timestamps as their integers).
+            timestamps as the instant or time of day they mean, whatever each file's unit).
         row_groups: one partition per row group instead of one per file.
         index: where the index lives.
         buckets: buckets of a new index (default: sized from the median file).
@@ -87,7 +98,7 @@ def first_parquet_file(directory: Path) -> Path | None:
 def _schema(file: Path | None) -> pyarrow.Schema | None:
     import pyarrow.parquet as pq
 
-    return pq.read_schema(file) if file is not None else None
+    return plain_schema(pq.read_schema(file)) if file is not None else None
 
 
 class ParquetTable:
@@ -121,6 +132,7 @@ class ParquetTable:
         #: The indexed column.
         self.column: str = info["column"]
         self._kind: str = info["type"]
+        self._unit: str | None = info["unit"]
         self._field: pyarrow.Field | None = None
 
     def close(self) -> None:
@@ -143,22 +155,24 @@ class ParquetTable:
             raise ValueError(f"the ParquetTable of {self.directory} is closed")
         return self._ix
 
-    def _found(self, value: Any) -> tuple[list[Candidate], Path | None]:
-        """The candidates of ``value`` and, when there are none, a file of the table to take
-        the columns of the empty answer from."""
+    def _found(self, value: Any) -> tuple[list[Candidate], Path | None, Key]:
+        """The candidates of ``value``, when there are none a file of the table to take the
+        columns of the empty answer from, and the value as the index holds it."""
         ix = self._index()
-        if is_temporal(value) and self._field is None:
+        if is_temporal(value) and self._kind not in ("timestamp", "time") and self._field is None:
+            # A duration: the integer of the column's unit.
             schema = _schema(first_parquet_file(self.directory))
             self._field = schema.field(self.column) if schema is not None and self.column in schema.names else None
-        ids = ix.candidates(index_value(value, self._kind, self._field))
+        key = index_value(value, self._kind, self._unit, self._field)
+        ids = ix.candidates(key.native)
         candidates = sort_candidates([Candidate(self.directory / rel, rg) for rel, rg in map(split_partition_id, ids)])
         if ids:
-            return candidates, None
+            return candidates, None, key
         # A file the index knows costs no listing of the directory (thousands of entries), nor
         # of the index's partitions.
         known = ix.any_partition()
         file = self.directory / split_partition_id(known)[0] if known is not None else None
-        return candidates, file if file is not None and file.is_file() else first_parquet_file(self.directory)
+        return candidates, file if file is not None and file.is_file() else first_parquet_file(self.directory), key
 
     def candidate_files(self, value: Any) -> list[Candidate]:
         """See :func:`candidate_files`."""
@@ -166,17 +180,24 @@ class ParquetTable:
 
     def lookup(self, value: Any, *, columns: Sequence[str] | None = None) -> pyarrow.Table:
         """See :func:`lookup`."""
-        candidates, table_file = self._found(value)
-        parts = matching_rows(candidates, self.column, value, columns)
+        candidates, table_file, key = self._found(value)
+        parts = matching_rows(candidates, self.column, key, columns)
         return concat(parts, None if parts else _schema(table_file), columns)
 
     def duckdb_lookup(
         self, connection: duckdb.DuckDBPyConnection, value: Any, *, select: str = "*"
     ) -> duckdb.DuckDBPyRelation:
         """See :func:`duckdb_lookup`."""
-        candidates, table_file = self._found(value)
+        candidates, table_file, key = self._found(value)
         files = sorted({str(c.path) for c in candidates})
         where = f"{_sql_identifier(self.column)} = $value"
+        if key.kind == "timestamp" and not isinstance(value, _dt.date):
+            # An integer (in the index's unit) or a pyarrow scalar: the instant, to the nanosecond.
+            where = f"{_sql_identifier(self.column)} = make_timestamp_ns($value::BIGINT)"
+            value = key.nanos
+        elif key.kind == "time" and not isinstance(value, _dt.time):
+            seconds, micros = divmod(key.nanos // 1000, 1_000_000)
+            value = _dt.time(seconds // 3600, seconds // 60 % 60, seconds % 60, micros)
         if not files:
             # No candidate: an empty answer with the table's columns.
             if table_file is None:
@@ -192,8 +213,10 @@ def candidate_files(directory: PathLike, value: Any, *, index: PathLike | None =
     """The files (or row groups) of ``directory`` that may hold ``value`` in the indexed column.
 
     Never misses one that holds it; a few that do not may be returned (the filters' false
-    positives). ``value`` is an ``int``, ``str`` or ``bytes`` as the column is, or a
-    ``datetime.date``/``datetime``/``time`` for temporal columns.
+    positives). ``value`` is an ``int``, ``str`` or ``bytes`` as the column is. For dates and
+    timestamps it is a ``datetime`` (without a zone: UTC) or ``date`` (its midnight), one instant
+    whatever unit each file stores, or an int in the unit the index reports (the files' own if
+    they share one, else microseconds since the epoch); for times of day a ``time``.
     """
     with ParquetTable(directory, index=index) as table:
         return table.candidate_files(value)

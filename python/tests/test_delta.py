@@ -269,3 +269,61 @@ def test_rows_a_deletion_vector_hides_are_not_returned(tmp_path, row_groups):
         assert rows(needle.delta_lookup(table, value, version=2)) == where(version2), value
         fewer += len(where(version3)) < len(where(version2))
     assert fewer >= len(hidden_keys)
+
+
+def test_files_with_string_views_and_large_strings_are_read(tmp_path):
+    """deltalake writes the Arrow string type it is given (string_view, as delta-rs itself writes
+    files that DELETE and UPDATE rewrite, or large_string): lookups read every file and answer
+    with the table's types."""
+    table = tmp_path / "t"
+    for i, type_ in enumerate([pa.string_view(), pa.large_string(), pa.string()]):
+        keys = [7, *range(100 * i + 10, 100 * i + 60)]
+        data = pa.table({"key": pa.array(keys, pa.int64()), "name": pa.array([f"n{k}" for k in keys], type_)})
+        write_deltalake(str(table), data, mode="append")
+    assert {pq.read_schema(f).field("name").type for f in DeltaTable(str(table)).file_uris()} == {
+        pa.string_view(),
+        pa.large_string(),
+        pa.string(),
+    }
+    for column, value in [("key", 7), ("name", "n7"), ("name", "n120")]:
+        index = tmp_path / f"ix-{column}"
+        needle.index_delta(table, column, index=index)
+        got = needle.delta_lookup(table, value, index=index)
+        everything = DeltaTable(str(table)).to_pyarrow_table()
+        want = everything.filter(pc.equal(everything[column].cast(got.schema.field(column).type), value))
+        assert rows(got) == rows(want) and got.num_rows == (3 if value in (7, "n7") else 1), (column, value)
+        assert got.schema.field("name").type == pa.string()
+        first = needle.delta_lookup(table, value, index=index, version=0, columns=["name"])
+        assert first.column_names == ["name"] and first.num_rows == (1 if value != "n120" else 0)
+
+
+def test_a_version_whose_files_were_vacuumed_raises_needle_error(tmp_path):
+    rnd = random.Random(12)
+    table = tmp_path / "t"
+    write_deltalake(str(table), batch(rnd, 100))
+    write_deltalake(str(table), batch(rnd, 100, 5000, 6000), mode="overwrite")
+    needle.index_delta(table, "key")
+    value = pq.read_table(DeltaTable(str(table), version=0).file_uris()[0])["key"][0].as_py()
+    removed = DeltaTable(str(table)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert len(removed) == 1
+    with pytest.raises(needle.NeedleError, match=r"version 0 .*removed") as e:
+        needle.delta_lookup(table, value, version=0)
+    assert removed[0] in str(e.value)
+    assert rows(needle.delta_lookup(table, 5500)) == rows(truth(table, 1, 5500))
+
+
+def test_a_column_added_by_schema_evolution(tmp_path):
+    """A column added by schema evolution: the files from before it hold none of its values (the
+    table reads them as nulls), and a lookup at a version before it existed raises, saying so."""
+    table = tmp_path / "t"
+    write_deltalake(str(table), pa.table({"key": pa.array([1, 2], pa.int64()), "name": ["a", "b"]}))
+    extra = pa.table({"key": pa.array([3, 4], pa.int64()), "name": ["c", "d"], "added": pa.array([30, 40], pa.int64())})
+    write_deltalake(str(table), extra, mode="append", schema_mode="merge")
+    report = needle.index_delta(table, "added")
+    assert report["version"] == 1 and report["added"] == 2
+    got = needle.delta_lookup(table, 30)
+    assert got["key"].to_pylist() == [3] and got["added"].to_pylist() == [30]
+    assert needle.delta_lookup(table, 30, version=1, columns=["key"])["key"].to_pylist() == [3]
+    for call in (needle.delta_lookup, needle.delta_candidate_files):
+        with pytest.raises(needle.NeedleError, match='version 0 of .* has no column "added"'):
+            call(table, 30, version=0)

@@ -231,3 +231,112 @@ def test_a_progress_callback_that_raises_stops_nothing_silently(tmp_path):
 
     with pytest.raises(RuntimeError, match="stop here"):
         needle.index_parquet(lake, "key", progress=boom)
+
+
+def rows_as_tuples(table, columns):
+    return sorted(zip(*(table[c].to_pylist() for c in columns), strict=True), key=repr)
+
+
+def test_strings_and_binary_of_every_arrow_type_are_read(tmp_path):
+    """pyarrow reads back the Arrow type a writer stored (string_view, large_string, dictionary):
+    lookups read each of them and answer with one string and one binary type, as DuckDB unifies
+    them (VARCHAR, BLOB)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    kinds = {
+        "view": (pa.string_view(), pa.binary_view()),
+        "large": (pa.large_string(), pa.large_binary()),
+        "plain": (pa.string(), pa.binary()),
+        "dict": (pa.dictionary(pa.int32(), pa.string()), pa.dictionary(pa.int32(), pa.binary())),
+    }
+    for i, (name, (s_type, b_type)) in enumerate(kinds.items()):
+        keys = [1, *range(10 * i + 10, 10 * i + 20)]
+        table = pa.table(
+            {
+                "k": pa.array(keys, pa.int64()),
+                "s": pa.array([f"s{k}" for k in keys]).cast(s_type),
+                "b": pa.array([f"b{k}".encode() for k in keys]).cast(b_type),
+                "tags": pa.array([[f"t{k}"] for k in keys], pa.list_(s_type if name != "dict" else pa.string())),
+            }
+        )
+        pq.write_table(table, lake / f"{name}.parquet", row_group_size=4)
+        assert pq.read_schema(lake / f"{name}.parquet").field("s").type == s_type
+    columns = ["k", "s", "b", "tags"]
+    con = duckdb.connect()
+
+    def duckdb_rows(where, value):
+        t = con.sql(
+            f"SELECT k, s, b, tags FROM read_parquet('{lake}/*.parquet') WHERE {where} = $v", params={"v": value}
+        )
+        return sorted(t.fetchall(), key=repr)
+
+    for column, value, row_groups in [("k", 1, False), ("s", "s1", True), ("b", b"b1", False), ("s", "s35", False)]:
+        index = tmp_path / f"ix-{column}-{row_groups}"
+        needle.index_parquet(lake, column, index=index, row_groups=row_groups)
+        found = needle.lookup(lake, value, index=index)
+        assert found.schema.field("s").type == pa.string() and found.schema.field("b").type == pa.binary()
+        assert found.schema.field("tags").type == pa.list_(pa.string())
+        assert rows_as_tuples(found, columns) == duckdb_rows(column, value), (column, value)
+        assert found.num_rows == (4 if value != "s35" else 1)
+        held = needle.duckdb_lookup(con, lake, value, index=index, select="k, s, b, tags")
+        assert sorted(held.fetchall(), key=repr) == duckdb_rows(column, value)
+        absent = {"k": 10**9, "s": "nothing", "b": b"nothing"}[column]
+        empty = needle.lookup(lake, absent, index=index)
+        assert empty.num_rows == 0 and empty.schema.field("s").type == pa.string()
+
+
+def test_a_timestamp_is_one_instant_whatever_the_files_unit(tmp_path):
+    """One instant stored in files of different units, with and without a time zone, and dates:
+    lookups find it in every file that holds it, as DuckDB compares them (a date is its
+    midnight; the time zone is UTC)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    instant = dt.datetime(2024, 1, 2, 3, 4, 5, 678901)
+    midnight = dt.datetime(2024, 1, 2)
+    in_ms = dt.datetime(2024, 1, 2, 3, 4, 5, 678000)
+    utc = dt.UTC
+    files = {
+        "micros": (pa.timestamp("us"), [instant, midnight, instant + dt.timedelta(microseconds=1)]),
+        "nanos": (pa.timestamp("ns"), [midnight, instant, dt.datetime(2030, 1, 1)]),
+        "millis-utc": (pa.timestamp("ms", tz="UTC"), [in_ms.replace(tzinfo=utc), midnight.replace(tzinfo=utc)]),
+        "seconds": (pa.timestamp("s"), [instant.replace(microsecond=0), midnight]),
+        "date": (pa.date32(), [midnight.date(), dt.date(2024, 1, 3)]),
+        "date64": (pa.date64(), [dt.date(2024, 1, 3), midnight.date()]),
+    }
+    for name, (type_, values) in files.items():
+        pq.write_table(
+            pa.table({"ts": pa.array(values, type_), "f": [name] * len(values), "n": list(range(len(values)))}),
+            lake / f"{name}.parquet",
+        )
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+
+    def oracle(value):
+        """(file, n) of the rows DuckDB finds, file by file (it cannot read them all as one)."""
+        found = set()
+        for name in files:
+            path = lake / f"{name}.parquet"
+            rows = con.sql(f"SELECT n FROM read_parquet('{path}') WHERE ts = $v", params={"v": value}).fetchall()
+            found |= {(name, n) for (n,) in rows}
+        return found
+
+    needle.index_parquet(lake, "ts")
+    epoch = dt.datetime(1970, 1, 1)
+    for value in [instant, midnight, in_ms, dt.datetime(2024, 1, 3), dt.datetime(2030, 1, 1), dt.datetime(1999, 1, 1)]:
+        want = oracle(value)
+        assert want or value.year == 1999
+        as_int = (value - epoch) // dt.timedelta(microseconds=1)  # the files' units differ: microseconds
+        aware = value.replace(tzinfo=dt.timezone(dt.timedelta(hours=2))) + dt.timedelta(hours=2)
+        for given in [value, as_int, aware] + ([value.date()] if value == midnight else []):
+            got = needle.lookup(lake, given)
+            assert set(zip(got["f"].to_pylist(), got["n"].to_pylist(), strict=True)) == want, (value, given)
+            assert {c.path.stem for c in needle.candidate_files(lake, given)} >= {f for f, _ in want}
+    # DuckDB over the candidates, where DuckDB reads the files as one (no time zone, no dates).
+    same = tmp_path / "same"
+    same.mkdir()
+    for name in ["micros", "nanos"]:
+        (same / f"{name}.parquet").write_bytes((lake / f"{name}.parquet").read_bytes())
+    needle.index_parquet(same, "ts")
+    for value in [instant, midnight]:
+        everything = con.sql(f"SELECT f, n FROM read_parquet('{same}/*.parquet') WHERE ts = $v", params={"v": value})
+        assert sorted(needle.duckdb_lookup(con, same, value, select="f, n").fetchall()) == sorted(everything.fetchall())

@@ -3,10 +3,10 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use needle_index::{Config, Index, Options, Value};
+use needle_index::{Config, Index, Options};
 use needle_lake::delta;
 use needle_lake::pq::{self, IndexParquetOptions};
-use needle_lake::ValueType;
+use needle_lake::{Key, ValueType};
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,7 +28,9 @@ struct Cli {
 enum TypeArg {
     /// UTF-8 strings.
     String,
-    /// 64-bit signed integers.
+    /// 64-bit integers, signed or unsigned (-9223372036854775808 to 18446744073709551615;
+    /// an unsigned value above 9223372036854775807 hashes as the same 8 bytes as the signed
+    /// value of its bits).
     Int,
     /// Binary values written in hexadecimal.
     Binary,
@@ -78,24 +80,30 @@ enum Cmd {
         partition: String,
     },
     /// Delete values from a partition. Each value must have been added to it.
+    ///
+    /// Values are data: give those that begin with '-' (other than negative numbers) after
+    /// `--`, as in `needle delete-value IX p -- --x`.
     DeleteValue {
         /// Index directory.
         index: PathBuf,
         /// Partition id.
         partition: String,
-        /// Values to delete.
-        #[arg(required = true)]
+        /// Values to delete (after `--` if one begins with '-').
+        #[arg(required = true, allow_negative_numbers = true)]
         values: Vec<String>,
         /// How values are interpreted.
         #[arg(long = "type", value_enum, default_value = "string")]
         ty: TypeArg,
     },
     /// Print the candidate partitions of each value.
+    ///
+    /// Values are data: give those that begin with '-' (other than negative numbers) after
+    /// `--`, as in `needle query IX -- --help`.
     Query {
         /// Index directory.
         index: PathBuf,
-        /// Values to look up.
-        #[arg(required = true)]
+        /// Values to look up (after `--` if one begins with '-').
+        #[arg(required = true, allow_negative_numbers = true)]
         values: Vec<String>,
         /// How values are interpreted.
         #[arg(long = "type", value_enum, default_value = "string")]
@@ -157,11 +165,36 @@ enum Cmd {
         refresh_ms: u64,
     },
     /// Find the candidate files of a value and print the rows holding it.
+    ///
+    /// The value is data, never an option: give one that begins with '-' as `--value V` (or
+    /// after `--`, as in `needle lookup DIR -- --help`); negative numbers may also be given as
+    /// they are. Integer columns take every value a signed or unsigned 64-bit column holds.
+    /// Dates and timestamps take ISO 8601 text (`2024-01-02`, `2024-01-02T03:04:05.678901Z`,
+    /// `2024-01-02 05:04:05+02:00`; without a zone: UTC) or an integer in the unit
+    /// `index-parquet` or `index-delta` printed (the files' own unit if they share one, else
+    /// microseconds since 1970-01-01T00:00:00Z): a value is one instant whatever the unit a file
+    /// stores it in, and a date is its midnight. Times of day take `HH:MM[:SS[.fffffffff]]` or
+    /// an integer in that unit since midnight.
     Lookup {
         /// Directory indexed by index-parquet, or Delta table indexed by index-delta.
         dir: PathBuf,
-        /// Value of the indexed column.
-        value: String,
+        /// Value of the indexed column (use --value, or `--` before it, if it begins with '-').
+        #[arg(
+            value_name = "VALUE",
+            required_unless_present = "value_option",
+            conflicts_with = "value_option",
+            allow_negative_numbers = true
+        )]
+        value: Option<String>,
+        /// Value of the indexed column, read as data even if it begins with '-' (`--value
+        /// --help`, `--value=-x`).
+        #[arg(
+            long = "value",
+            id = "value_option",
+            value_name = "VALUE",
+            allow_hyphen_values = true
+        )]
+        value_option: Option<String>,
         /// Index directory (default DIR/.needle-index).
         #[arg(long)]
         index: Option<PathBuf>,
@@ -252,7 +285,7 @@ fn open_ro(index: &PathBuf) -> Result<Index> {
     open_with(index, true)
 }
 
-fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Value>> {
+fn parse_all(ty: TypeArg, values: &[String]) -> Result<Vec<Key>> {
     values
         .iter()
         .map(|s| Ok(ValueType::from(ty).parse(s)?))
@@ -280,6 +313,15 @@ fn describe(r: &pq::IndexReport) -> String {
         "indexed {} partitions ({} values); {} unchanged, {} removed",
         r.added, r.values, r.unchanged, r.removed
     )
+}
+
+/// For an index of dates, times or timestamps, how lookups read values (the unit of integers).
+fn print_value_kind(index_dir: &std::path::Path) -> Result<()> {
+    let meta = pq::ParquetMeta::load(index_dir)?;
+    if meta.kind.unit().is_some() {
+        println!("values of {:?}: {}", meta.column, meta.kind.describe());
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -349,7 +391,8 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let ix = open(&index)?;
             let vals = parse_all(ty, &values)?;
-            ix.delete_values(&partition, &vals)?;
+            let hashes: Vec<u64> = vals.iter().map(Key::hash).collect();
+            ix.delete_hashes(&partition, &hashes)?;
             ix.flush()?;
             println!("deleted {} values from {partition:?}", vals.len());
         }
@@ -357,7 +400,7 @@ fn run(cli: Cli) -> Result<()> {
             let ix = open_ro(&index)?;
             let vals = parse_all(ty, &values)?;
             for (s, v) in values.iter().zip(&vals) {
-                let c = ix.query(v)?;
+                let c = ix.query_hash(v.hash())?;
                 if vals.len() > 1 {
                     println!("{s}:");
                 }
@@ -422,13 +465,20 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::IndexParquet { dir, how } => {
             let o = how.options()?;
+            let index_dir = o
+                .index
+                .clone()
+                .unwrap_or_else(|| dir.join(pq::INDEX_SUBDIR));
             let r = with_progress(|p| pq::index_dir(&dir, &o, p))?;
             println!("{}", describe(&r));
+            print_value_kind(&index_dir)?;
         }
         Cmd::IndexDelta { table, how } => {
             let o = how.options()?;
+            let index_dir = delta::index_dir_of(&table, o.index.as_deref());
             let (version, r) = with_progress(|p| delta::index_delta(&table, &o, p))?;
             println!("version {version}: {}", describe(&r));
+            print_value_kind(&index_dir)?;
         }
         Cmd::Serve {
             index,
@@ -455,10 +505,14 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Lookup {
             dir,
             value,
+            value_option,
             index,
             version,
             candidates_only,
         } => {
+            let value = value
+                .or(value_option)
+                .expect("clap requires a value or --value");
             let index_dir = delta::index_dir_of(&dir, index.as_deref());
             let r = if delta::indexed_version(&index_dir)?.is_some() {
                 delta::lookup(&dir, version, index.as_deref(), &value)?

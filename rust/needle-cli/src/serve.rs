@@ -15,10 +15,10 @@
 //! Bad input gets a 4xx answer whose JSON body says what was wrong.
 
 use anyhow::{anyhow, bail, Context, Result};
-use needle_index::{Index, Options, Value};
+use needle_index::{Index, Options};
 use needle_lake::delta::{self, DeltaSnapshot};
 use needle_lake::pq::{self, ParquetMeta};
-use needle_lake::ValueType;
+use needle_lake::{Key, ValueType};
 use serde_json::{json, Value as Json};
 use std::collections::{HashSet, VecDeque};
 use std::io::Read;
@@ -93,15 +93,7 @@ impl DeltaTable {
         if let Some(s) = self.others.lock().unwrap().iter().find(|s| s.version == v) {
             return Ok(Arc::clone(s));
         }
-        let snap = Arc::new(DeltaSnapshot::load(&self.root, Some(v)).map_err(|e| {
-            // A version past the latest is not there; one whose log was cleaned up is gone.
-            let status = match e {
-                needle_lake::Error::NoSuchVersion { .. } => 404,
-                needle_lake::Error::VersionGone { .. } => 410,
-                _ => 500,
-            };
-            Failure(status, e.to_string())
-        })?);
+        let snap = Arc::new(DeltaSnapshot::load(&self.root, Some(v)).map_err(failure)?);
         let mut others = self.others.lock().unwrap();
         if others.len() == KEPT_VERSIONS {
             others.pop_front();
@@ -375,7 +367,7 @@ impl Service {
         );
     }
 
-    fn value_param(&self, query: &str) -> Result<(String, Value), Failure> {
+    fn value_param(&self, query: &str) -> Result<(String, Key), Failure> {
         let text = query_param(query, "value")
             .ok_or_else(|| Failure(400, "the query needs ?value=...".into()))?;
         let v = self
@@ -404,9 +396,17 @@ impl Service {
         })
     }
 
-    /// The table version a request reads (None for an index of a plain directory).
+    /// The table version a request reads (None for an index of a plain directory); 404 if the
+    /// indexed column does not exist at that version (schema evolution added it later).
     fn table_at(&self, version: Option<u64>) -> Result<Option<Arc<DeltaSnapshot>>, Failure> {
-        self.delta.as_ref().map(|t| t.at(version)).transpose()
+        let Some(table) = &self.delta else {
+            return Ok(None);
+        };
+        let snap = table.at(version)?;
+        if let Some(meta) = &self.meta {
+            snap.check_column(&meta.column).map_err(failure)?;
+        }
+        Ok(Some(snap))
     }
 
     /// The answer `ids` of the index, for the table version `table` if there is one.
@@ -427,7 +427,7 @@ impl Service {
         let snap = self.snapshot();
         let ids = snap
             .index
-            .query(&v)
+            .query_hash(v.hash())
             .map_err(|e| Failure(500, e.to_string()))?;
         let c = Self::candidates_of(&snap, table.as_deref(), ids);
         self.count(1, c.len());
@@ -477,14 +477,14 @@ impl Service {
         for (i, v) in values.iter().enumerate() {
             let text = match v {
                 Json::String(s) => s.clone(),
-                Json::Number(n) if self.kind == ValueType::Int => n.to_string(),
+                Json::Number(n) if self.kind.takes_integers() => n.to_string(),
                 other => {
                     return Err(Failure(
                         400,
                         format!(
                             "values[{i}] is {other}; give {} values as JSON strings{}",
                             self.kind.name(),
-                            if self.kind == ValueType::Int {
+                            if self.kind.takes_integers() {
                                 " or integers"
                             } else {
                                 ""
@@ -529,7 +529,7 @@ impl Service {
             Some(t) => delta::lookup_in(t, meta, &snap.index, &snap.covered, &v),
             None => pq::lookup_in(dir, meta, &snap.index, &v),
         }
-        .map_err(|e| Failure(500, e.to_string()))?;
+        .map_err(failure)?;
         self.count(1, r.candidates.len());
         let rows: Vec<Json> = r
             .rows
@@ -568,6 +568,10 @@ impl Service {
             "values": st.values,
             "snapshot_age_ms": snap.opened.elapsed().as_millis() as u64,
         });
+        if let Some(unit) = self.kind.unit() {
+            // The unit integers given for dates, times and timestamps are read in.
+            h["value_unit"] = json!(unit.name());
+        }
         if let Some((latest, indexed, missing)) = self.delta_state(&snap) {
             h["delta"] = json!({
                 "table": self.delta.as_ref().map(|t| t.root.display().to_string()),
@@ -696,6 +700,18 @@ impl Service {
 
 /// An answer other than 200: status and message.
 struct Failure(u16, String);
+
+/// The answer to a failure of the data-lake layer: a version past the latest, or a column the
+/// version does not have, is not there (404); a version whose log was cleaned up, or whose data
+/// files were removed (VACUUM), is gone (410); anything else is the service's failure.
+fn failure(e: needle_lake::Error) -> Failure {
+    let status = match e {
+        needle_lake::Error::NoSuchVersion { .. } | needle_lake::Error::NoSuchColumn { .. } => 404,
+        needle_lake::Error::VersionGone { .. } | needle_lake::Error::FilesRemoved { .. } => 410,
+        _ => 500,
+    };
+    Failure(status, e.to_string())
+}
 
 fn header(name: &str, value: &str) -> Header {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::delta_log::{
     add, add_with_deletion_vector, commit, data_files, index_delta, inline_deletion_vector,
-    metadata, protocol_with, remove, table_of_files, PROTOCOL,
+    metadata, protocol_with, remove, table_of_files, table_with_a_column_added, PROTOCOL,
 };
-use common::{full_scan_files, generate, needle};
+use common::{full_scan_files, generate, needle, printed_rows};
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -396,4 +396,66 @@ fn rows_a_deletion_vector_hides_are_not_returned() {
         String::from_utf8_lossy(&o.stdout).contains("version 1"),
         "{o:?}"
     );
+}
+
+/// A column that schema evolution added: its files from before hold none of its values (the
+/// table reads them as nulls), and a lookup at a version before the column existed is an error
+/// that says so, not an empty answer.
+#[test]
+fn a_column_added_by_schema_evolution_does_not_exist_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path();
+    table_with_a_column_added(table);
+    let t = table.to_str().unwrap();
+    let o = needle(&["index-delta", t, "--column", "n"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let found = vec![("v1.parquet".to_string(), 1)];
+    assert_eq!(printed_rows(&needle(&["lookup", t, "50"])), found);
+    assert_eq!(
+        printed_rows(&needle(&["lookup", t, "50", "--version", "1"])),
+        found
+    );
+    for value in ["50", "2"] {
+        let o = needle(&["lookup", t, value, "--version", "0"]);
+        assert!(
+            !o.status.success(),
+            "{value}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let e = stderr(&o);
+        assert!(
+            e.contains("version 0") && e.contains("has no column \"n\""),
+            "{e}"
+        );
+    }
+    let e = delta::lookup(table, Some(0), None, "50").unwrap_err();
+    assert!(
+        matches!(e, needle_lake::Error::NoSuchColumn { version: 0, .. }),
+        "{e}"
+    );
+}
+
+/// The files of a version that VACUUM removed: a lookup at that version says so.
+#[test]
+fn a_version_whose_files_were_removed_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let table = tmp.path();
+    let pool = table_of_files(table, 3, 1, 100, 2);
+    commit(table, 1, &[remove(&pool[0]), add(&pool[2])]);
+    let t = table.to_str().unwrap();
+    index_delta(t);
+    std::fs::remove_file(table.join(&pool[0])).unwrap();
+    // Value 0 is in row 0 of the first file, which only version 0 reads.
+    let o = needle(&["lookup", t, "0", "--version", "0"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains(&pool[0]) && e.contains("removed") && e.contains("version 0"),
+        "{e}"
+    );
+    assert!(matches!(
+        delta::lookup(table, Some(0), None, "0").unwrap_err(),
+        needle_lake::Error::FilesRemoved { version: 0, .. }
+    ));
+    assert!(needle(&["lookup", t, "0"]).status.success());
 }

@@ -373,3 +373,52 @@ fn a_version_is_refused_for_a_plain_directory() {
     );
     assert!(svc.get("/health").1.get("delta").is_none());
 }
+
+/// A version whose files VACUUM removed is gone (410), and a column that did not exist yet at
+/// the version asked for is not there (404): each with a message that says so.
+#[test]
+fn removed_files_and_columns_not_there_yet_are_4xx() {
+    use common::delta_log::{
+        add, commit, index_delta, remove, table_of_files, table_with_a_column_added,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("vacuumed");
+    std::fs::create_dir(&table).unwrap();
+    let pool = table_of_files(&table, 3, 1, 100, 2);
+    commit(&table, 1, &[remove(&pool[0]), add(&pool[2])]);
+    let t = table.to_str().unwrap();
+    index_delta(t);
+    std::fs::remove_file(table.join(&pool[0])).unwrap();
+    let svc = Service::start(&["--parquet", t]);
+    // Value 0 is in row 0 of the first file, which only version 0 reads.
+    let (status, j) = svc.get("/lookup?value=0&version=0");
+    assert_eq!(status, 410, "{j}");
+    let e = j["error"].as_str().unwrap();
+    assert!(
+        e.contains(&pool[0]) && e.contains("removed") && e.contains("version 0"),
+        "{e}"
+    );
+    assert_eq!(svc.get("/lookup?value=0").0, 200);
+
+    let table = dir.path().join("evolved");
+    std::fs::create_dir(&table).unwrap();
+    table_with_a_column_added(&table);
+    let t = table.to_str().unwrap();
+    assert!(needle(&["index-delta", t, "--column", "n"])
+        .status
+        .success());
+    let svc = Service::start(&["--parquet", t]);
+    let (status, j) = svc.get("/lookup?value=50");
+    assert_eq!(status, 200, "{j}");
+    assert_eq!(rows_of(&j), [("v1.parquet".to_string(), 1)]);
+    let bad = [
+        svc.get("/lookup?value=50&version=0"),
+        svc.get("/candidates?value=50&version=0"),
+        svc.post("/candidates", r#"{"values": [50], "version": 0}"#),
+    ];
+    let not_there = "has no column \"n\"";
+    assert_errors(
+        &bad,
+        &[(404, not_there), (404, not_there), (404, not_there)],
+    );
+}

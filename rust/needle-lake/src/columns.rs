@@ -1,11 +1,12 @@
 //! The indexing pass: the hashes of one column's values, read with the Arrow reader of the
 //! `parquet` crate (only that column, decoded in batches).
 //!
-//! Values hash as format v1 defines (the same as the row reader's [`crate::pq::field_value`]):
-//! integers of every width, dates, times and timestamps as their stored integer (unsigned
-//! values keep their bits), strings as UTF-8 bytes, binary as its bytes; nulls are skipped.
+//! Values hash as their [`Key`] (the same as the row reader's [`crate::pq::field_key`]):
+//! integers of every width and signedness as one integer (unsigned values keep their bits),
+//! dates and timestamps of every unit as the instant they mean, times of day of every unit as
+//! their nanoseconds, strings as UTF-8 bytes, binary as its bytes; nulls are skipped.
 
-use crate::{Error, Result};
+use crate::{Error, Key, Result, NANOS_PER_DAY};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrowPrimitiveType};
@@ -53,41 +54,68 @@ pub fn column_hashes(
     Ok(out)
 }
 
-fn ints<T: ArrowPrimitiveType>(
-    a: &dyn Array,
-    out: &mut Vec<u64>,
-    widen: impl Fn(T::Native) -> i64,
-) {
-    out.extend(
-        a.as_primitive::<T>()
-            .iter()
-            .flatten()
-            .map(|v| hash_i64(widen(v))),
-    );
+/// The hashes of the non-null values of a primitive array, each mapped by `hash`.
+fn each<T: ArrowPrimitiveType>(a: &dyn Array, out: &mut Vec<u64>, hash: impl Fn(T::Native) -> u64) {
+    out.extend(a.as_primitive::<T>().iter().flatten().map(hash));
+}
+
+/// The hash of an integer (format v1's `Int`; unsigned values keep their bits).
+fn int(v: i64) -> u64 {
+    hash_i64(v)
+}
+
+/// The hash of the instant `v` units after the epoch.
+fn instant(v: i64, nanos_per_unit: i128) -> u64 {
+    Key::Instant(v as i128 * nanos_per_unit).hash()
+}
+
+/// The hash of the time of day `v` units after midnight.
+fn time(v: i64, nanos_per_unit: i64) -> u64 {
+    Key::Time(v.saturating_mul(nanos_per_unit)).hash()
+}
+
+fn unit_nanos(unit: &TimeUnit) -> i64 {
+    match unit {
+        TimeUnit::Second => 1_000_000_000,
+        TimeUnit::Millisecond => 1_000_000,
+        TimeUnit::Microsecond => 1_000,
+        TimeUnit::Nanosecond => 1,
+    }
 }
 
 fn hash_array(a: &dyn Array, out: &mut Vec<u64>) -> Result<()> {
     match a.data_type() {
-        DataType::Int8 => ints::<Int8Type>(a, out, i64::from),
-        DataType::Int16 => ints::<Int16Type>(a, out, i64::from),
-        DataType::Int32 => ints::<Int32Type>(a, out, i64::from),
-        DataType::Int64 => ints::<Int64Type>(a, out, |v| v),
-        DataType::UInt8 => ints::<UInt8Type>(a, out, i64::from),
-        DataType::UInt16 => ints::<UInt16Type>(a, out, i64::from),
-        DataType::UInt32 => ints::<UInt32Type>(a, out, i64::from),
-        DataType::UInt64 => ints::<UInt64Type>(a, out, |v| v as i64),
-        DataType::Date32 => ints::<Date32Type>(a, out, i64::from),
-        DataType::Date64 => ints::<Date64Type>(a, out, |v| v),
-        DataType::Time32(TimeUnit::Second) => ints::<Time32SecondType>(a, out, i64::from),
-        DataType::Time32(_) => ints::<Time32MillisecondType>(a, out, i64::from),
-        DataType::Time64(TimeUnit::Microsecond) => ints::<Time64MicrosecondType>(a, out, |v| v),
-        DataType::Time64(_) => ints::<Time64NanosecondType>(a, out, |v| v),
-        DataType::Timestamp(unit, _) => match unit {
-            TimeUnit::Second => ints::<TimestampSecondType>(a, out, |v| v),
-            TimeUnit::Millisecond => ints::<TimestampMillisecondType>(a, out, |v| v),
-            TimeUnit::Microsecond => ints::<TimestampMicrosecondType>(a, out, |v| v),
-            TimeUnit::Nanosecond => ints::<TimestampNanosecondType>(a, out, |v| v),
-        },
+        DataType::Int8 => each::<Int8Type>(a, out, |v| int(v.into())),
+        DataType::Int16 => each::<Int16Type>(a, out, |v| int(v.into())),
+        DataType::Int32 => each::<Int32Type>(a, out, |v| int(v.into())),
+        DataType::Int64 => each::<Int64Type>(a, out, int),
+        DataType::UInt8 => each::<UInt8Type>(a, out, |v| int(v.into())),
+        DataType::UInt16 => each::<UInt16Type>(a, out, |v| int(v.into())),
+        DataType::UInt32 => each::<UInt32Type>(a, out, |v| int(v.into())),
+        DataType::UInt64 => each::<UInt64Type>(a, out, |v| int(v as i64)),
+        DataType::Date32 => each::<Date32Type>(a, out, |v| instant(v.into(), NANOS_PER_DAY)),
+        DataType::Date64 => each::<Date64Type>(a, out, |v| instant(v, 1_000_000)),
+        DataType::Timestamp(unit, _) => {
+            let n = unit_nanos(unit) as i128;
+            match unit {
+                TimeUnit::Second => each::<TimestampSecondType>(a, out, |v| instant(v, n)),
+                TimeUnit::Millisecond => {
+                    each::<TimestampMillisecondType>(a, out, |v| instant(v, n))
+                }
+                TimeUnit::Microsecond => {
+                    each::<TimestampMicrosecondType>(a, out, |v| instant(v, n))
+                }
+                TimeUnit::Nanosecond => each::<TimestampNanosecondType>(a, out, |v| instant(v, n)),
+            }
+        }
+        DataType::Time32(TimeUnit::Second) => {
+            each::<Time32SecondType>(a, out, |v| time(v.into(), 1_000_000_000))
+        }
+        DataType::Time32(_) => each::<Time32MillisecondType>(a, out, |v| time(v.into(), 1_000_000)),
+        DataType::Time64(TimeUnit::Microsecond) => {
+            each::<Time64MicrosecondType>(a, out, |v| time(v, 1_000))
+        }
+        DataType::Time64(_) => each::<Time64NanosecondType>(a, out, |v| time(v, 1)),
         DataType::Utf8 => out.extend(a.as_string::<i32>().iter().flatten().map(hash_str)),
         DataType::LargeUtf8 => out.extend(a.as_string::<i64>().iter().flatten().map(hash_str)),
         DataType::Utf8View => out.extend(a.as_string_view().iter().flatten().map(hash_str)),
@@ -99,7 +127,8 @@ fn hash_array(a: &dyn Array, out: &mut Vec<u64>) -> Result<()> {
         }
         other => {
             return Err(Error::Other(format!(
-                "values of Arrow type {other} are not indexed (strings, binary and integers are)"
+                "values of Arrow type {other} are not indexed (strings, binary, integers, dates, \
+                 times and timestamps are)"
             )))
         }
     }

@@ -7,17 +7,17 @@
 //! files (or their row groups), by their path relative to the table.
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, ParquetMeta};
-use crate::{Error, Result};
+use crate::{Error, Key, Result, TimeUnit, ValueType};
 use arrow_schema::Schema as ArrowSchema;
 use delta_kernel::engine::arrow_conversion::TryFromKernel;
 use delta_kernel::object_store::local::LocalFileSystem;
 use delta_kernel::scan::state::{DvInfo, ScanFile};
-use delta_kernel::schema::SchemaRef;
+use delta_kernel::schema::{DataType, PrimitiveType, SchemaRef};
 use delta_kernel::table_features::ColumnMappingMode;
 use delta_kernel::{Engine, Snapshot};
 use delta_kernel_default_engine::executor::tokio::TokioBackgroundExecutor;
 use delta_kernel_default_engine::{DefaultEngine, DefaultEngineBuilder};
-use needle_index::{Index, Options, Value};
+use needle_index::{Index, Options};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
@@ -168,8 +168,19 @@ impl DeltaSnapshot {
         Ok(r)
     }
 
-    /// Refuses to index a partition column: Delta's own partition pruning finds its files.
+    /// Refuses a column the table does not have at this version ([`Error::NoSuchColumn`]: one
+    /// that schema evolution added later is not there at the versions before it), and a partition
+    /// column (Delta's own partition pruning finds its files).
     pub fn check_column(&self, column: &str) -> Result<()> {
+        if self.schema.field(column).is_none() {
+            let columns: Vec<&str> = self.schema.field_names().map(String::as_str).collect();
+            return Err(Error::NoSuchColumn {
+                table: self.root.clone(),
+                version: self.version,
+                column: column.to_string(),
+                columns: columns.join(", "),
+            });
+        }
         if self.partition_columns.iter().any(|c| c == column) {
             return Err(Error::Other(format!(
                 "{column:?} is a partition column of {}: Delta's own partition pruning finds its files",
@@ -177,6 +188,65 @@ impl DeltaSnapshot {
             )));
         }
         Ok(())
+    }
+
+    /// The kind of values the index holds for `column`, as the table's schema types it (the
+    /// integers of Delta's dates are days, of its timestamps microseconds); `None` for a type
+    /// the index does not take.
+    pub fn declared_kind(&self, column: &str) -> Option<ValueType> {
+        match self.schema.field(column)?.data_type() {
+            DataType::Primitive(p) => match p {
+                PrimitiveType::String => Some(ValueType::String),
+                PrimitiveType::Binary => Some(ValueType::Hex),
+                PrimitiveType::Long
+                | PrimitiveType::Integer
+                | PrimitiveType::Short
+                | PrimitiveType::Byte => Some(ValueType::Int),
+                PrimitiveType::Date => Some(ValueType::Timestamp(TimeUnit::Days)),
+                PrimitiveType::Timestamp | PrimitiveType::TimestampNtz => {
+                    Some(ValueType::Timestamp(TimeUnit::Micros))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// An error if a file of `candidates` (partition ids) that this version reads was removed
+    /// ([`Error::FilesRemoved`]); what a failed read of them is reported as.
+    pub fn check_files<'a>(&self, candidates: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        for id in candidates {
+            let file = pq::split_id(id).0;
+            if self.files.contains_key(file) && !self.root.join(file).exists() {
+                return Err(Error::FilesRemoved {
+                    table: self.root.clone(),
+                    version: self.version,
+                    file: file.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of the partitions `candidates` of this version whose column equals `value`,
+    /// without those deletion vectors hide. A file of the version that is gone is reported as
+    /// [`Error::FilesRemoved`].
+    fn read(
+        &self,
+        meta: &ParquetMeta,
+        value: &Key,
+        candidates: Vec<String>,
+    ) -> Result<LookupResult> {
+        self.check_files(candidates.iter().map(String::as_str))?;
+        let ids = candidates.clone();
+        match pq::read_rows(&self.root, meta, value, candidates) {
+            Ok(r) => self.without_deleted(r),
+            // Removed while it was read.
+            Err(e) => Err(self
+                .check_files(ids.iter().map(String::as_str))
+                .err()
+                .unwrap_or(e)),
+        }
     }
 
     /// The live data files, as paths.
@@ -203,7 +273,9 @@ pub fn index_delta(
 ) -> Result<(u64, IndexReport)> {
     let snap = DeltaSnapshot::load(root, None)?;
     snap.check_column(&o.column)?;
-    let report = pq::index_files(root, &snap.paths(), o, progress)?;
+    // Files written before schema evolution added the column hold no value of it.
+    let declared = snap.declared_kind(&o.column);
+    let report = pq::index_table_files(root, &snap.paths(), o, declared, progress)?;
     let dir = index_dir_of(root, o.index.as_deref());
     let tmp = dir.join(format!("{VERSION_FILE}.tmp"));
     let done = dir.join(VERSION_FILE);
@@ -230,10 +302,10 @@ pub fn indexed_version(index_dir: &Path) -> Result<Option<u64>> {
 /// The partition ids (files, or row groups of files) of `snap` that may hold `value`: the
 /// index's candidates among the files live in `snap`, plus every live file the index does not
 /// hold (written after its last run, or dropped from it since), whole. Sorted.
-pub fn candidates(snap: &DeltaSnapshot, index_dir: &Path, value: &Value) -> Result<Vec<String>> {
+pub fn candidates(snap: &DeltaSnapshot, index_dir: &Path, value: &Key) -> Result<Vec<String>> {
     // A snapshot takes no lock: a lookup during an indexing run answers instead of failing.
     let ix = Index::open_snapshot(index_dir, Options::default())?;
-    let ids = ix.query(value)?;
+    let ids = ix.query_hash(value.hash())?;
     let covered = covered_files(&ix);
     drop(ix);
     Ok(candidates_among(snap, &covered, ids))
@@ -288,7 +360,7 @@ pub fn lookup(
     snap.check_column(&meta.column)?;
     let v = meta.kind.parse(value)?;
     let found = candidates(&snap, &index_dir, &v)?;
-    snap.without_deleted(pq::read_rows(root, &meta, &v, found)?)
+    snap.read(&meta, &v, found)
 }
 
 /// [`lookup`] in `snap` through an index already open (a service's snapshot) that holds the
@@ -298,15 +370,11 @@ pub fn lookup_in(
     meta: &ParquetMeta,
     ix: &Index,
     covered: &HashSet<String>,
-    value: &Value,
+    value: &Key,
 ) -> Result<LookupResult> {
-    let ids = ix.query(value)?;
-    snap.without_deleted(pq::read_rows(
-        &snap.root,
-        meta,
-        value,
-        candidates_among(snap, covered, ids),
-    )?)
+    snap.check_column(&meta.column)?;
+    let ids = ix.query_hash(value.hash())?;
+    snap.read(meta, value, candidates_among(snap, covered, ids))
 }
 
 /// The kernel's engine on the local file system, shared (it runs one background thread for

@@ -26,6 +26,32 @@ pub enum Error {
         version: u64,
         detail: String,
     },
+    /// A column the table's schema does not have at this version (a column added later by
+    /// schema evolution is not there at the versions before it).
+    #[error(
+        "version {version} of {} has no column {column:?} (its columns: {columns}); a column \
+         added by schema evolution does not exist at the versions before it",
+        table.display()
+    )]
+    NoSuchColumn {
+        table: PathBuf,
+        version: u64,
+        column: String,
+        columns: String,
+    },
+    /// A data file live in a version was removed (by `VACUUM`, once the version was older than
+    /// the table's retention): the version can no longer be read.
+    #[error(
+        "version {version} of {} can no longer be read: its data file {file} was removed \
+         (VACUUM removes the files of versions older than the table's retention); read a later \
+         version",
+        table.display()
+    )]
+    FilesRemoved {
+        table: PathBuf,
+        version: u64,
+        file: String,
+    },
     /// The partition index failed (its message names the index file).
     #[error(transparent)]
     Index(#[from] needle_index::Error),

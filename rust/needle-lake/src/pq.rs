@@ -1,9 +1,10 @@
 //! Indexing a directory of Parquet files on one column, and lookups that read the matching rows.
 
-use crate::ValueType;
-use crate::{Error, Result};
-use needle_index::{Config, Index, Options, Value};
-use parquet::basic::{ConvertedType, LogicalType, Repetition, Type as PhysicalType};
+use crate::{Error, Key, Result, TimeUnit, ValueType, NANOS_PER_DAY};
+use needle_index::{Config, Index, Options};
+use parquet::basic::{
+    ConvertedType, LogicalType, Repetition, TimeUnit as ParquetUnit, Type as PhysicalType,
+};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use parquet::schema::types::{Type, TypePtr};
@@ -16,6 +17,10 @@ use std::sync::Arc;
 pub const INDEX_SUBDIR: &str = ".needle-index";
 /// File in the index directory recording what was indexed.
 const META_FILE: &str = "parquet-column.txt";
+/// The version of what [`META_FILE`] describes. Version 1 (no `format` line) hashed dates, times
+/// and timestamps as the integer each file stores, whatever its unit; version 2 hashes the
+/// instant (the time of day) they mean, and integers of every signedness exactly.
+const META_FORMAT: u32 = 2;
 
 /// What an index over a Parquet directory covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +35,12 @@ pub struct ParquetMeta {
 
 impl ParquetMeta {
     fn store(&self, index_dir: &Path) -> Result<()> {
+        let unit = match self.kind.unit() {
+            Some(u) => format!("unit={}\n", u.name()),
+            None => String::new(),
+        };
         let text = format!(
-            "column={}\ntype={}\ngranularity={}\n",
+            "format={META_FORMAT}\ncolumn={}\ntype={}\n{unit}granularity={}\n",
             self.column,
             self.kind.name(),
             if self.row_groups { "row-group" } else { "file" }
@@ -58,12 +67,124 @@ impl ParquetMeta {
             }
         }
         let bad = || Error::Other(format!("{} is damaged", p.display()));
+        let format: u32 = match kv.get("format") {
+            Some(f) => f.parse().map_err(|_| bad())?,
+            None => 1,
+        };
+        let column = kv.get("column").ok_or_else(bad)?.clone();
+        let type_name = kv.get("type").ok_or_else(bad)?;
+        if format > META_FORMAT {
+            return Err(Error::Other(format!(
+                "{} was written by a newer version of needle (format {format}; this one reads up \
+                 to {META_FORMAT}): use that version, or rebuild the index with this one",
+                index_dir.display()
+            )));
+        }
+        if format == 1 && type_name == "int" {
+            return Err(Error::Other(format!(
+                "{} was built by an earlier version of needle, which indexed dates, times and \
+                 timestamps as the integer each file stores: a lookup would miss the files that \
+                 store the same instant in another unit. rebuild it: remove {} and run `needle \
+                 index-parquet DIR --column {column}` (`needle index-delta TABLE --column \
+                 {column}` for a Delta table; in Python, needle.index_parquet or \
+                 needle.index_delta)",
+                index_dir.display(),
+                index_dir.display()
+            )));
+        }
+        let unit = match kv.get("unit") {
+            Some(u) => Some(TimeUnit::from_name(u).ok_or_else(bad)?),
+            None => None,
+        };
         Ok(ParquetMeta {
-            column: kv.get("column").ok_or_else(bad)?.clone(),
-            kind: ValueType::from_name(kv.get("type").ok_or_else(bad)?).ok_or_else(bad)?,
+            column,
+            kind: ValueType::from_name(type_name, unit).ok_or_else(bad)?,
             row_groups: kv.get("granularity").ok_or_else(bad)? == "row-group",
         })
     }
+}
+
+/// What one file's column holds, as its Parquet schema declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// UTF-8 strings (`STRING`, `ENUM`, `JSON`).
+    Str,
+    /// Binary.
+    Bytes,
+    /// Integers of any width, signed or unsigned.
+    Int,
+    /// Timestamps (with or without a time zone), in this unit since the epoch.
+    Timestamp(TimeUnit),
+    /// Dates: days since the epoch.
+    Date,
+    /// Times of day, in this unit since midnight.
+    Time(TimeUnit),
+}
+
+impl ColumnKind {
+    /// The kind of values the index holds for such a column (with the unit of the file's own
+    /// integers).
+    pub fn value_type(self) -> ValueType {
+        match self {
+            ColumnKind::Str => ValueType::String,
+            ColumnKind::Bytes => ValueType::Hex,
+            ColumnKind::Int => ValueType::Int,
+            ColumnKind::Timestamp(u) => ValueType::Timestamp(u),
+            ColumnKind::Date => ValueType::Timestamp(TimeUnit::Days),
+            ColumnKind::Time(u) => ValueType::Time(u),
+        }
+    }
+
+    /// The key of the integer `v` stored in such a column.
+    fn key_of_int(self, v: i128) -> Key {
+        match self {
+            ColumnKind::Timestamp(u) => Key::Instant(v * u.nanos()),
+            ColumnKind::Date => Key::Instant(v * NANOS_PER_DAY),
+            ColumnKind::Time(u) => {
+                Key::Time((v * u.nanos()).clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+            }
+            ColumnKind::Int | ColumnKind::Str | ColumnKind::Bytes => Key::Int(v),
+        }
+    }
+}
+
+/// The kind of values an index holds for a column stored as `kinds` in its files: the kind they
+/// share, and for dates, times and timestamps the unit integers are given in: the files' own if
+/// they share one, microseconds (DuckDB's and Delta's) if not. Dates count only when the column
+/// holds nothing else (days). An error names a file whose kind differs from the others'.
+fn common_value_type(column: &str, kinds: &[(ColumnKind, &Path)]) -> Result<Option<ValueType>> {
+    let Some(&(first, _)) = kinds.first() else {
+        return Ok(None);
+    };
+    for &(k, path) in kinds {
+        if !k.value_type().same_kind(first.value_type()) {
+            return Err(Error::Other(format!(
+                "column {column:?} is {} in some files and {} in {}",
+                first.value_type().name(),
+                k.value_type().name(),
+                path.display()
+            )));
+        }
+    }
+    let mut units: Vec<TimeUnit> = kinds
+        .iter()
+        .filter_map(|(k, _)| match k {
+            ColumnKind::Timestamp(u) | ColumnKind::Time(u) => Some(*u),
+            _ => None,
+        })
+        .collect();
+    units.sort();
+    units.dedup();
+    let unit = match units.as_slice() {
+        [] => TimeUnit::Days,
+        [one] => *one,
+        _ => TimeUnit::Micros,
+    };
+    Ok(Some(match first.value_type() {
+        ValueType::Timestamp(_) => ValueType::Timestamp(unit),
+        ValueType::Time(_) => ValueType::Time(unit),
+        other => other,
+    }))
 }
 
 /// Every `*.parquet` file under `dir` (recursively, skipping hidden directories), sorted.
@@ -103,37 +224,69 @@ fn open_reader(path: &Path) -> Result<SerializedFileReader<File>> {
     })
 }
 
-/// The top-level field `column` of a file's schema and its value type.
-fn column_of(
+/// The top-level field `column` of a file's schema and what it holds; `None` if the file has no
+/// such column.
+fn find_column(
     reader: &SerializedFileReader<File>,
     path: &Path,
     column: &str,
-) -> Result<(TypePtr, ValueType)> {
+) -> Result<Option<(TypePtr, ColumnKind)>> {
     let root = reader
         .metadata()
         .file_metadata()
         .schema_descr()
         .root_schema_ptr();
-    let field = root
+    let Some(field) = root
         .get_fields()
         .iter()
         .find(|f| f.name() == column)
         .cloned()
-        .ok_or_else(|| {
-            let names: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
-            format!(
-                "{} has no column {column:?} (columns: {})",
-                path.display(),
-                names.join(", ")
-            )
-        })?;
-    let kind = value_type(&field)
+    else {
+        return Ok(None);
+    };
+    let kind = column_kind(&field)
         .map_err(|why| Error::Other(format!("column {column:?} of {}: {why}", path.display())))?;
-    Ok((field, kind))
+    Ok(Some((field, kind)))
 }
 
-/// The value type a column is indexed as, or why it cannot be.
-fn value_type(field: &Type) -> Result<ValueType> {
+/// The top-level field `column` of a file's schema and what it holds; an error naming the
+/// file's columns if it has no such column.
+fn column_of(
+    reader: &SerializedFileReader<File>,
+    path: &Path,
+    column: &str,
+) -> Result<(TypePtr, ColumnKind)> {
+    find_column(reader, path, column)?.ok_or_else(|| {
+        let root = reader
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .root_schema_ptr();
+        let names: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
+        Error::Other(format!(
+            "{} has no column {column:?} (columns: {})",
+            path.display(),
+            names.join(", ")
+        ))
+    })
+}
+
+/// What column `column` of the Parquet file `path` holds, or `None` if it has no such column.
+pub fn file_column_kind(path: &Path, column: &str) -> Result<Option<ColumnKind>> {
+    let r = open_reader(path)?;
+    Ok(find_column(&r, path, column)?.map(|(_, k)| k))
+}
+
+fn unit_of(u: &ParquetUnit) -> TimeUnit {
+    match u {
+        ParquetUnit::MILLIS => TimeUnit::Millis,
+        ParquetUnit::MICROS => TimeUnit::Micros,
+        ParquetUnit::NANOS => TimeUnit::Nanos,
+    }
+}
+
+/// What a column holds, or why it cannot be indexed.
+fn column_kind(field: &Type) -> Result<ColumnKind> {
     if !field.is_primitive() {
         return Err("nested columns are not supported".into());
     }
@@ -163,9 +316,9 @@ fn value_type(field: &Type) -> Result<ValueType> {
                 return Err("decimal columns are not supported".into());
             }
             Ok(if text {
-                ValueType::String
+                ColumnKind::Str
             } else {
-                ValueType::Hex
+                ColumnKind::Bytes
             })
         }
         PhysicalType::INT32 | PhysicalType::INT64 => {
@@ -174,45 +327,57 @@ fn value_type(field: &Type) -> Result<ValueType> {
             {
                 return Err("decimal columns are not supported".into());
             }
-            Ok(ValueType::Int)
+            Ok(match (logical, conv) {
+                (Some(LogicalType::Timestamp(t)), _) => ColumnKind::Timestamp(unit_of(&t.unit)),
+                (Some(LogicalType::Time(t)), _) => ColumnKind::Time(unit_of(&t.unit)),
+                (Some(LogicalType::Date), _) => ColumnKind::Date,
+                (Some(_), _) => ColumnKind::Int,
+                (None, ConvertedType::DATE) => ColumnKind::Date,
+                (None, ConvertedType::TIME_MILLIS) => ColumnKind::Time(TimeUnit::Millis),
+                (None, ConvertedType::TIME_MICROS) => ColumnKind::Time(TimeUnit::Micros),
+                (None, ConvertedType::TIMESTAMP_MILLIS) => ColumnKind::Timestamp(TimeUnit::Millis),
+                (None, ConvertedType::TIMESTAMP_MICROS) => ColumnKind::Timestamp(TimeUnit::Micros),
+                (None, _) => ColumnKind::Int,
+            })
         }
         t => Err(Error::Other(format!(
-            "type {t} is not supported (supported: strings, binary, integers)"
+            "type {t} is not supported (supported: strings, binary, integers, dates, times and \
+             timestamps)"
         ))),
     }
 }
 
-/// The indexable value of a field: `None` for null, an error for a kind of value the index
-/// does not take (never dropped silently).
-pub fn field_value(f: &Field) -> Result<Option<Value>> {
-    Ok(Some(match f {
-        Field::Null => return Ok(None),
-        Field::Str(s) => Value::Str(s.clone()),
-        Field::Bytes(b) => Value::Bytes(b.data().to_vec()),
-        Field::Byte(v) => Value::Int(*v as i64),
-        Field::Short(v) => Value::Int(*v as i64),
-        Field::Int(v) => Value::Int(*v as i64),
-        Field::Long(v) => Value::Int(*v),
-        Field::UByte(v) => Value::Int(*v as i64),
-        Field::UShort(v) => Value::Int(*v as i64),
-        Field::UInt(v) => Value::Int(*v as i64),
-        // Values above i64::MAX keep their bits: the canonical encoding is the same 8 bytes.
-        Field::ULong(v) => Value::Int(*v as i64),
-        Field::Date(v) | Field::TimeMillis(v) => Value::Int(*v as i64),
+/// The key of a field of a column that holds `kind` (the stored integer of a date, time or
+/// timestamp means an instant or a time of day in the column's unit): `None` for null, an error
+/// for a kind of value the index does not take (never dropped silently).
+pub fn field_key(f: &Field, kind: ColumnKind) -> Result<Option<Key>> {
+    let int = |v: i128| Ok(Some(kind.key_of_int(v)));
+    match f {
+        Field::Null => Ok(None),
+        Field::Str(s) => Ok(Some(Key::Str(s.clone()))),
+        Field::Bytes(b) => Ok(Some(Key::Bytes(b.data().to_vec()))),
+        Field::Byte(v) => int(*v as i128),
+        Field::Short(v) => int(*v as i128),
+        Field::Int(v) => int(*v as i128),
+        Field::Long(v) => int(*v as i128),
+        Field::UByte(v) => int(*v as i128),
+        Field::UShort(v) => int(*v as i128),
+        Field::UInt(v) => int(*v as i128),
+        Field::ULong(v) => int(*v as i128),
+        Field::Date(v) | Field::TimeMillis(v) => int(*v as i128),
         Field::TimeMicros(v) | Field::TimestampMillis(v) | Field::TimestampMicros(v) => {
-            Value::Int(*v)
+            int(*v as i128)
         }
-        other => {
-            return Err(Error::Other(format!(
-                "a value {other} of a kind the index does not take (strings, binary and integers)"
-            )))
-        }
-    }))
+        other => Err(Error::Other(format!(
+            "a value {other} of a kind the index does not take (strings, binary, integers, \
+             dates, times and timestamps)"
+        ))),
+    }
 }
 
-fn column_value(row: &Row, column: &str) -> Result<Option<Value>> {
+fn column_key(row: &Row, column: &str, kind: ColumnKind) -> Result<Option<Key>> {
     match row.get_column_iter().find(|(n, _)| n.as_str() == column) {
-        Some((_, f)) => field_value(f),
+        Some((_, f)) => field_key(f, kind),
         None => Ok(None),
     }
 }
@@ -295,17 +460,48 @@ pub fn index_dir(
     index_files(dir, &parquet_files(dir)?, o, progress)
 }
 
-/// Makes the index of the files under `dir` cover exactly `files` (paths under `dir`, such as
-/// the files live in one version of a table format): files not yet indexed are indexed, and
-/// partitions of files not listed are removed. Every listed file is checked before anything
-/// is written. `progress` is called after each file with (done, total, file).
+/// Makes the index of the files under `dir` cover exactly `files` (paths under `dir`): files
+/// not yet indexed are indexed, and partitions of files not listed are removed. Every listed
+/// file is checked before anything is written; one without the column is refused. `progress`
+/// is called after each file with (done, total, file).
 pub fn index_files(
     dir: &Path,
     files: &[PathBuf],
     o: &IndexParquetOptions,
     progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport> {
-    index_files_with(dir, files, o, Options::default(), progress)
+    index_files_with(
+        dir,
+        files,
+        o,
+        Options::default(),
+        Missing::Refused,
+        progress,
+    )
+}
+
+/// [`index_files`] for the files live in one version of a table format (a Delta table), whose
+/// schema may have gained the column after some of them were written: a file without the column
+/// holds no value of it (the table reads it as nulls) and is indexed as an empty partition.
+/// `declared` is the column's kind in the table's schema, taken when no file has the column.
+pub fn index_table_files(
+    dir: &Path,
+    files: &[PathBuf],
+    o: &IndexParquetOptions,
+    declared: Option<ValueType>,
+    progress: impl FnMut(usize, usize, &str),
+) -> Result<IndexReport> {
+    let missing = Missing::Nulls { declared };
+    index_files_with(dir, files, o, Options::default(), missing, progress)
+}
+
+/// What indexing does with a file that lacks the column.
+#[derive(Debug, Clone, Copy)]
+enum Missing {
+    /// Refuse it, naming the file and its columns.
+    Refused,
+    /// Index it as holding no value; the column's kind in the table's schema, if known.
+    Nulls { declared: Option<ValueType> },
 }
 
 /// [`index_files`] with the index's own options (tests flush small memtables).
@@ -314,6 +510,7 @@ fn index_files_with(
     files: &[PathBuf],
     o: &IndexParquetOptions,
     index_options: Options,
+    missing: Missing,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport> {
     let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
@@ -321,48 +518,56 @@ fn index_files_with(
     // Readers are not kept open between the passes: a directory may hold more files than
     // the process may have open.
     let mut sizes: Vec<i64> = Vec::new();
-    let mut kind: Option<ValueType> = None;
+    let mut kinds: Vec<(ColumnKind, &Path)> = Vec::new();
     for f in files {
         let r = open_reader(f)?;
-        let (_, k) = column_of(&r, f, &o.column)?;
+        match (find_column(&r, f, &o.column)?, missing) {
+            (Some((_, k)), _) => kinds.push((k, f.as_path())),
+            (None, Missing::Nulls { .. }) => {}
+            (None, Missing::Refused) => {
+                column_of(&r, f, &o.column)?;
+            }
+        }
         let md = r.metadata();
         if o.row_groups {
             sizes.extend(md.row_groups().iter().map(|g| g.num_rows()));
         } else {
             sizes.push(md.file_metadata().num_rows());
         }
-        if let Some(prev) = kind {
-            if prev != k {
-                return Err(Error::Other(format!(
-                    "column {:?} is {} in some files and {} in {}",
-                    o.column,
-                    prev.name(),
-                    k.name(),
-                    f.display()
-                )));
-            }
-        }
-        kind = Some(k);
     }
-    let kind = kind.unwrap_or(ValueType::String);
-    let meta = ParquetMeta {
+    let found = common_value_type(&o.column, &kinds)?;
+    let declared = match missing {
+        Missing::Nulls { declared } => declared,
+        Missing::Refused => None,
+    };
+    let mut meta = ParquetMeta {
         column: o.column.clone(),
-        kind,
+        kind: found.or(declared).unwrap_or(ValueType::String),
         row_groups: o.row_groups,
     };
     let created = !index_path.join("MANIFEST").exists();
     let ix = if !created {
         let old = ParquetMeta::load(&index_path)?;
-        if old != meta {
+        // The unit integers are read in stays the one chosen when the index was made.
+        let same_kind = found.is_none_or(|k| k.same_kind(old.kind));
+        if old.column != meta.column || old.row_groups != meta.row_groups || !same_kind {
             return Err(Error::Other(format!(
-                "{} indexes {:?} ({}), not {:?}; use another --index",
+                "{} indexes {:?} ({}{}), not {:?} ({}{}); use another --index",
                 index_path.display(),
                 old.column,
                 old.kind.name(),
-                o.column
+                if old.row_groups { ", by row group" } else { "" },
+                o.column,
+                meta.kind.name(),
+                if o.row_groups { ", by row group" } else { "" },
             )));
         }
-        Index::open(&index_path, index_options)?
+        meta.kind = old.kind;
+        let ix = Index::open(&index_path, index_options)?;
+        // Under the index's lock: an index described in an earlier format whose hashing is
+        // unchanged (strings, binary) is described in the current one.
+        meta.store(&index_path)?;
+        ix
     } else {
         let buckets = match o.buckets {
             Some(b) => b,
@@ -399,16 +604,19 @@ fn index_files_with(
             .to_string_lossy()
             .into_owned();
         let r = &open_reader(f)?;
-        column_of(r, f, &o.column)?;
-        let root_index = r
-            .metadata()
-            .file_metadata()
-            .schema_descr()
-            .root_schema()
-            .get_fields()
-            .iter()
-            .position(|c| c.name() == o.column)
-            .expect("column_of found it");
+        // A file without the column (of a table whose schema gained it later) holds no value.
+        let root_index = match find_column(r, f, &o.column)? {
+            Some(_) => r
+                .metadata()
+                .file_metadata()
+                .schema_descr()
+                .root_schema()
+                .get_fields()
+                .iter()
+                .position(|c| c.name() == o.column),
+            None if matches!(missing, Missing::Nulls { .. }) => None,
+            None => return Err(column_of(r, f, &o.column).expect_err("no such column")),
+        };
         let groups: Vec<Option<usize>> = if o.row_groups {
             append_order(r.num_row_groups()).map(Some).collect()
         } else {
@@ -421,7 +629,10 @@ fn index_files_with(
                 report.unchanged += 1;
                 continue;
             }
-            let hashes = crate::columns::column_hashes(f, root_index, &o.column, g)?;
+            let hashes = match root_index {
+                Some(i) => crate::columns::column_hashes(f, i, &o.column, g)?,
+                None => Vec::new(),
+            };
             report.values += hashes.len() as u64;
             ix.append_hashes(&id, &hashes)?;
             report.added += 1;
@@ -474,28 +685,25 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
     let v = meta.kind.parse(value)?;
     // A snapshot takes no lock: a lookup during an indexing run answers instead of failing.
     let ix = Index::open_snapshot(&index_path, Options::default())?;
-    let candidates = ix.query(&v)?;
+    let candidates = ix.query_hash(v.hash())?;
     drop(ix);
     read_rows(dir, &meta, &v, candidates)
 }
 
 /// [`lookup`] through an index already open (a service's snapshot): `value` is of the indexed
 /// column's type (`meta.kind`).
-pub fn lookup_in(
-    dir: &Path,
-    meta: &ParquetMeta,
-    ix: &Index,
-    value: &Value,
-) -> Result<LookupResult> {
-    let candidates = ix.query(value)?;
+pub fn lookup_in(dir: &Path, meta: &ParquetMeta, ix: &Index, value: &Key) -> Result<LookupResult> {
+    let candidates = ix.query_hash(value.hash())?;
     read_rows(dir, meta, value, candidates)
 }
 
-/// The rows of the candidate partitions whose column equals `v`.
+/// The rows of the candidate partitions whose column equals `v`. A file without the column
+/// holds no such row (a table format reads the column as nulls in files written before its
+/// schema gained it).
 pub(crate) fn read_rows(
     dir: &Path,
     meta: &ParquetMeta,
-    v: &Value,
+    v: &Key,
     candidates: Vec<String>,
 ) -> Result<LookupResult> {
     // Group row groups of one file so each file is opened once.
@@ -508,6 +716,19 @@ pub(crate) fn read_rows(
     for (file, groups) in by_file {
         let path = dir.join(file);
         let r = open_reader(&path)?;
+        let Some((_, kind)) = find_column(&r, &path, &meta.column)? else {
+            continue;
+        };
+        if !kind.value_type().same_kind(meta.kind) {
+            return Err(Error::Other(format!(
+                "column {:?} of {} is {}, and the index holds {} values: was the file \
+                 rewritten? Index it again (remove its partition, or give it a new name)",
+                meta.column,
+                path.display(),
+                kind.value_type().name(),
+                meta.kind.name()
+            )));
+        }
         let read_err = |e: parquet::errors::ParquetError| {
             Error::Other(format!("cannot read {}: {e}", path.display()))
         };
@@ -522,7 +743,7 @@ pub(crate) fn read_rows(
          -> Result<()> {
             for (i, row) in it.enumerate() {
                 let row = row.map_err(read_err)?;
-                let value = column_value(&row, &meta.column).map_err(|why| {
+                let value = column_key(&row, &meta.column, kind).map_err(|why| {
                     Error::Other(format!(
                         "column {:?} of {}: {why}",
                         meta.column,
@@ -606,13 +827,29 @@ mod tests {
             );
         }
         let files = parquet_files(dir.path()).unwrap();
-        let r = index_files_with(dir.path(), &files, &o, tiny(), |_, _, _| {}).unwrap();
+        let r = index_files_with(
+            dir.path(),
+            &files,
+            &o,
+            tiny(),
+            Missing::Refused,
+            |_, _, _| {},
+        )
+        .unwrap();
         assert_eq!(r.added, 4);
         assert_eq!(segments(), 1);
 
         write_file(&dir.path().join("f4.parquet"), 400..500);
         let files = parquet_files(dir.path()).unwrap();
-        let r = index_files_with(dir.path(), &files, &o, tiny(), |_, _, _| {}).unwrap();
+        let r = index_files_with(
+            dir.path(),
+            &files,
+            &o,
+            tiny(),
+            Missing::Refused,
+            |_, _, _| {},
+        )
+        .unwrap();
         assert_eq!((r.added, r.unchanged), (1, 4));
         assert_eq!(
             segments(),
@@ -623,7 +860,7 @@ mod tests {
         let ix = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
         for (v, file) in [(7, "f0.parquet"), (450, "f4.parquet")] {
             assert!(ix
-                .query(&Value::Int(v))
+                .query(&needle_index::Value::Int(v))
                 .unwrap()
                 .contains(&file.to_string()));
         }
@@ -635,7 +872,15 @@ mod tests {
         write_file(&dir.path().join("f0.parquet"), 0..100);
         let o = options_on_k();
         let files = parquet_files(dir.path()).unwrap();
-        index_files_with(dir.path(), &files, &o, Options::default(), |_, _, _| {}).unwrap();
+        index_files_with(
+            dir.path(),
+            &files,
+            &o,
+            Options::default(),
+            Missing::Refused,
+            |_, _, _| {},
+        )
+        .unwrap();
         let _writer = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
         let found = lookup(dir.path(), None, "42").expect("a lookup takes no lock");
         assert_eq!(found.rows.len(), 1);

@@ -12,6 +12,7 @@ use arrow_ipc::writer::StreamWriter;
 use needle_index::{Config, Index, Options, Value};
 use needle_lake::delta;
 use needle_lake::pq::{self, IndexParquetOptions, ParquetMeta};
+use needle_lake::Key;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -440,7 +441,8 @@ impl DeltaSnapshot {
         self.inner.deletion_vectors.keys().cloned().collect()
     }
 
-    /// Raises `NeedleError` if `column` is a partition column.
+    /// Raises `NeedleError` if the table has no column `column` at this version (schema
+    /// evolution added it later), or if it is a partition column.
     fn check_column(&self, column: &str) -> PyResult<()> {
         self.inner.check_column(column).map_err(err)
     }
@@ -453,8 +455,16 @@ impl DeltaSnapshot {
         index_dir: PathBuf,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<Vec<String>> {
-        let v = to_value(value)?;
+        let v = Key::from(to_value(value)?);
         py.detach(|| delta::candidates(&self.inner, &index_dir, &v))
+            .map_err(err)
+    }
+
+    /// Raises `NeedleError` if a data file among the partition ids `candidates` that this
+    /// version reads was removed (by VACUUM): the version can no longer be read.
+    fn check_files(&self, candidates: Vec<String>) -> PyResult<()> {
+        self.inner
+            .check_files(candidates.iter().map(String::as_str))
             .map_err(err)
     }
 
@@ -468,19 +478,28 @@ impl DeltaSnapshot {
     }
 }
 
-/// What the index in `index_dir` covers: {column, type ("string", "int" or "binary"),
-/// granularity ("file" or "row-group")}.
+/// What the index in `index_dir` covers: {column, type ("string", "int", "binary", "timestamp"
+/// or "time"), unit (of the integers given for a timestamp or time: "ns", "us", "ms", "s",
+/// "day"; None for other types), granularity ("file" or "row-group")}.
 #[pyfunction]
 fn parquet_index_info<'py>(py: Python<'py>, index_dir: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let m = ParquetMeta::load(&index_dir).map_err(err)?;
     let d = PyDict::new(py);
     d.set_item("column", m.column)?;
     d.set_item("type", m.kind.name())?;
+    d.set_item("unit", m.kind.unit().map(|u| u.name()))?;
     d.set_item(
         "granularity",
         if m.row_groups { "row-group" } else { "file" },
     )?;
     Ok(d)
+}
+
+/// The value `PartitionIndex.candidates` takes for an instant (a date or timestamp of any unit),
+/// given as nanoseconds since 1970-01-01T00:00:00Z: the bytes the index hashes it as.
+#[pyfunction]
+fn instant_key<'py>(py: Python<'py>, nanos: i128) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &needle_lake::instant_bytes(nanos))
 }
 
 /// The subdirectory of a Parquet directory that holds its index unless told otherwise.
@@ -508,5 +527,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_index_info, m)?)?;
     m.add_function(wrap_pyfunction!(default_index_dir, m)?)?;
     m.add_function(wrap_pyfunction!(split_partition_id, m)?)?;
+    m.add_function(wrap_pyfunction!(instant_key, m)?)?;
     Ok(())
 }

@@ -41,6 +41,34 @@ pub fn index_delta(table: &str) -> std::process::Output {
     o
 }
 
+/// A table whose column `n` was added by schema evolution: version 0's schema has `id` alone and
+/// its file `v0.parquet` no `n`; version 1 adds `n` to the schema and the file `v1.parquet`
+/// (ids 4, 5, 6 with n 40, 50, 60).
+pub fn table_with_a_column_added(table: &Path) {
+    use super::{write_columns, Col};
+    write_columns(
+        &table.join("v0.parquet"),
+        "message t { required int64 id; }",
+        &[Col::I64(vec![1, 2, 3])],
+    );
+    write_columns(
+        &table.join("v1.parquet"),
+        "message t { required int64 id; required int64 n; }",
+        &[Col::I64(vec![4, 5, 6]), Col::I64(vec![40, 50, 60])],
+    );
+    commit(
+        table,
+        0,
+        &[PROTOCOL.into(), metadata("", ""), add("v0.parquet")],
+    );
+    let with_n = metadata("", "").replace(
+        r#"\"metadata\":{}}]}"#,
+        r#"\"metadata\":{}},{\"name\":\"n\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}"#,
+    );
+    assert_ne!(with_n, metadata("", ""));
+    commit(table, 1, &[with_n, add("v1.parquet")]);
+}
+
 /// A protocol action readers of version 1 read.
 pub const PROTOCOL: &str = r#"{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}"#;
 const SCHEMA: &str = r#"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false,\"metadata\":{}}]}"#;

@@ -96,15 +96,19 @@ pub fn full_scan_files(
     column: &str,
     value: &needle_index::Value,
 ) -> Vec<pq::FoundRow> {
+    let value = needle_lake::Key::from(value.clone());
     let mut out = Vec::new();
     for f in files {
+        let Some(kind) = pq::file_column_kind(f, column).unwrap() else {
+            continue;
+        };
         let r = SerializedFileReader::new(std::fs::File::open(f).unwrap()).unwrap();
         for (i, row) in r.get_row_iter(None).unwrap().enumerate() {
             let row = row.unwrap();
             let hit = row.get_column_iter().any(|(n, fld)| {
                 n == column
                     && !matches!(fld, Field::Null)
-                    && pq::field_value(fld).unwrap().as_ref() == Some(value)
+                    && pq::field_key(fld, kind).unwrap().as_ref() == Some(&value)
             });
             if hit {
                 let rel = f.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
@@ -118,6 +122,55 @@ pub fn full_scan_files(
     }
     out.sort();
     out
+}
+
+/// A column of [`write_columns`]: its values, in the physical type its schema declares.
+pub enum Col {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    Str(Vec<&'static str>),
+}
+
+/// Writes one Parquet file of one row group: `message` is its schema (required columns, in the
+/// order of `columns`).
+pub fn write_columns(path: &Path, message: &str, columns: &[Col]) {
+    let schema = Arc::new(parse_message_type(message).unwrap());
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = SerializedFileWriter::new(file, schema, Default::default()).unwrap();
+    let mut rg = w.next_row_group().unwrap();
+    for col in columns {
+        let mut c = rg.next_column().unwrap().unwrap();
+        match col {
+            Col::I32(v) => c.typed::<Int32Type>().write_batch(v, None, None),
+            Col::I64(v) => c.typed::<Int64Type>().write_batch(v, None, None),
+            Col::Str(v) => {
+                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(*s)).collect();
+                c.typed::<ByteArrayType>().write_batch(&v, None, None)
+            }
+        }
+        .unwrap();
+        c.close().unwrap();
+    }
+    rg.close().unwrap();
+    w.close().unwrap();
+}
+
+/// The lines `needle lookup` printed (one per row), as (file, row).
+pub fn printed_rows(o: &std::process::Output) -> Vec<(String, u64)> {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut parts = l.split('\t');
+            let file = parts.next().unwrap().to_string();
+            let row = parts
+                .next()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or_else(|| panic!("not a row: {l:?}"));
+            (file, row)
+        })
+        .collect()
 }
 
 pub fn needle(args: &[&str]) -> std::process::Output {
