@@ -87,7 +87,7 @@ public final class RangeIndexes {
                 leafSize == null ? RangeIndex.DEFAULT_LEAF_SIZE : parseLeafSize(leafSize));
         TABLES.computeIfAbsent(base.id, id -> new CopyOnWriteArrayList<>()).add(index);
         startBackground();
-        BACKGROUND.execute(() -> build(index));
+        BACKGROUND.execute(() -> build(index, 1));
     }
 
     public static void unregister(TableMetadata base, IndexMetadata metadata) {
@@ -175,19 +175,22 @@ public final class RangeIndexes {
 
     /**
      * Indexes the rows this node holds, once per index: creates the tables if missing, waits
-     * until every node has the index in its schema (then every coordinator writes entries) and
-     * for writes sent before that to finish, and writes an entry for each value it holds.
+     * until every node has the index and its tables in its schema (then every coordinator writes
+     * entries, and every replica can answer for the tables) and for writes sent before that to
+     * finish, and writes an entry for each value it holds. Retried after 1, 2, 4 ... up to 30
+     * seconds if it fails.
      */
-    private static void build(RangeIndex index) {
+    private static void build(RangeIndex index, int attempt) {
         try {
-            index.ensureTables();
-            if (index.builtBefore()) {
-                index.markBuilt();
-                return;
-            }
+            index.tables().create();
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
             while (!schemaAgrees() && System.nanoTime() < deadline) {
                 Thread.sleep(500);
+            }
+            index.ensureTables(); // the directory's first version, now that every replica has its table
+            if (index.builtBefore()) {
+                index.markBuilt();
+                return;
             }
             Thread.sleep(DatabaseDescriptor.getWriteRpcTimeout(TimeUnit.MILLISECONDS));
             long rows = indexLocalRows(index);
@@ -200,13 +203,25 @@ public final class RangeIndexes {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
-            logger.error(
-                    "Needle range index {} on {}: indexing this node's rows failed; retrying in 30 s (until then"
-                            + " range queries scan)",
-                    index.tables().index(),
-                    index.base(),
-                    e);
-            BACKGROUND.schedule(() -> build(index), 30, TimeUnit.SECONDS);
+            long delay = Math.min(30, 1L << Math.min(attempt - 1, 5));
+            // Right after CREATE INDEX a replica may not have the index's new tables yet: expected, said briefly.
+            if (attempt < 4) {
+                logger.info(
+                        "Needle range index {} on {}: indexing this node's rows failed ({}); retrying in {} s",
+                        index.tables().index(),
+                        index.base(),
+                        e.toString(),
+                        delay);
+            } else {
+                logger.error(
+                        "Needle range index {} on {}: indexing this node's rows failed; retrying in {} s (until then"
+                                + " range queries scan)",
+                        index.tables().index(),
+                        index.base(),
+                        delay,
+                        e);
+            }
+            BACKGROUND.schedule(() -> build(index, attempt + 1), delay, TimeUnit.SECONDS);
         }
     }
 
