@@ -820,36 +820,30 @@ mod tests {
                 .unwrap()
                 .segment_count()
         };
+        let index_all = || {
+            let files = parquet_files(dir.path()).unwrap();
+            index_files_with(
+                dir.path(),
+                &files,
+                &o,
+                tiny(),
+                Missing::Refused,
+                |_, _, _| {},
+            )
+            .unwrap()
+        };
         for i in 0..4 {
             write_file(
                 &dir.path().join(format!("f{i}.parquet")),
                 i * 100..i * 100 + 100,
             );
         }
-        let files = parquet_files(dir.path()).unwrap();
-        let r = index_files_with(
-            dir.path(),
-            &files,
-            &o,
-            tiny(),
-            Missing::Refused,
-            |_, _, _| {},
-        )
-        .unwrap();
+        let r = index_all();
         assert_eq!(r.added, 4);
         assert_eq!(segments(), 1);
 
         write_file(&dir.path().join("f4.parquet"), 400..500);
-        let files = parquet_files(dir.path()).unwrap();
-        let r = index_files_with(
-            dir.path(),
-            &files,
-            &o,
-            tiny(),
-            Missing::Refused,
-            |_, _, _| {},
-        )
-        .unwrap();
+        let r = index_all();
         assert_eq!((r.added, r.unchanged), (1, 4));
         assert_eq!(
             segments(),

@@ -1,26 +1,20 @@
-//! Dates, times and timestamps written as text (ISO 8601), read into nanoseconds.
+//! Dates, times and timestamps written as text (ISO 8601), read into nanoseconds. The grammar
+//! is read here (chrono's parsers take a fixed format, not ISO 8601's optional parts); dates and
+//! times are checked and counted by chrono.
+
+use chrono::{Datelike, NaiveDate, NaiveTime, Timelike};
 
 /// Nanoseconds in a day.
 pub const NANOS_PER_DAY: i128 = 86_400_000_000_000;
 
-/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+/// 1970-01-01 in days from 0001-01-01 (day 1), as chrono counts them.
+const UNIX_EPOCH_DAYS_FROM_CE: i64 = 719_163;
 
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        _ => 28,
-    }
+/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d`, or `None` if there is no such
+/// date (chrono's calendar: month lengths and leap years).
+fn days_from_civil(y: i64, m: u32, d: u32) -> Option<i64> {
+    let date = NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, m, d)?;
+    Some(date.num_days_from_ce() as i64 - UNIX_EPOCH_DAYS_FROM_CE)
 }
 
 /// Exactly `n` ASCII digits at the start of `s`, and the rest.
@@ -51,11 +45,9 @@ fn time_of_day(s: &str) -> Option<(i64, &str)> {
             s = &rest[n..];
         }
     }
-    if h > 23 || m > 59 || sec > 59 {
-        return None;
-    }
+    let t = NaiveTime::from_hms_nano_opt(h, m, sec, u32::try_from(frac).ok()?)?;
     Some((
-        (h as i64 * 3600 + m as i64 * 60 + sec as i64) * 1_000_000_000 + frac,
+        t.num_seconds_from_midnight() as i64 * 1_000_000_000 + t.nanosecond() as i64,
         s,
     ))
 }
@@ -78,10 +70,7 @@ pub fn parse_instant(s: &str) -> Option<i128> {
     let year = if negative { -year } else { year };
     let (month, rest) = digits(body[year_len..].strip_prefix('-')?, 2)?;
     let (day, rest) = digits(rest.strip_prefix('-')?, 2)?;
-    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return None;
-    }
-    let days = days_from_civil(year, month, day) as i128;
+    let days = days_from_civil(year, month, day)? as i128;
     let mut rest = rest;
     let mut nanos = 0i128;
     if let Some(t) = rest

@@ -166,6 +166,11 @@ public final class RangeBench {
         String suffix() {
             return leafSize == null ? "" : " (leaf " + leafSize + ")";
         }
+
+        /** The index, as the write results name it. */
+        String description() {
+            return "needle ordered index (rix)" + (leafSize == null ? "" : ", leaf " + leafSize);
+        }
     }
 
     /** One way of answering {@code k >= from AND k < to}: a variant, on its table. */
@@ -257,6 +262,9 @@ public final class RangeBench {
         } catch (IOException | RuntimeException ex) {
             System.err.println("needle-bench: the range run failed: " + ex.getMessage());
             ex.printStackTrace();
+            if (Files.exists(out.resolve("results.partial.json"))) {
+                System.err.println("needle-bench: what was measured before: " + out.resolve("results.partial.json"));
+            }
             return 1;
         }
     }
@@ -268,7 +276,10 @@ public final class RangeBench {
         this.log = log;
     }
 
-    /** Loads, measures every mix, writes {@code out}/results.json; returns the result. */
+    /**
+     * Loads, measures every mix, writes {@code out}/results.json; returns the result. What is
+     * measured so far is in {@code out}/results.partial.json while it runs (and after a failure).
+     */
     public Result run(String command, Path out) throws IOException {
         String started = Instant.now().toString();
         ConsistencyLevel cl = DefaultConsistencyLevel.valueOf(e.consistency());
@@ -285,40 +296,61 @@ public final class RangeBench {
             Map<String, Reader> readers = readers(s, scan, cl);
             SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
             List<MixResult> mixes = new ArrayList<>();
+            List<ClientsResult> clients = new ArrayList<>();
+            // What is measured so far, kept where a run that fails later leaves it.
+            Path partial = out.resolve("results.partial.json");
             for (RangeExperiment.Mix m : e.mixes()) {
                 mixes.add(measure(m, r, readers, s));
+                write(partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
             }
-            List<ClientsResult> clients = new ArrayList<>();
             if (e.clients() != null) {
                 for (RangeExperiment.Mix m : e.mixes()) {
                     for (int threads : e.clients().threads()) {
                         clients.addAll(measureClients(m, threads, r, readers));
                     }
+                    write(partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
                 }
             }
             List<WriteResult> writes = measureWrites(s, r, cl);
-            Result result = new Result(
-                    e.name(),
-                    e.title(),
-                    e.reproduces(),
-                    command,
-                    started,
-                    e.rows(),
-                    e.cluster().nodes(),
-                    e.cluster().replicationFactor(),
-                    e.consistency(),
-                    e.zipf() == null ? 0 : e.zipf(),
-                    loadSeconds,
-                    leaves,
-                    mixes,
-                    clients,
-                    writes);
-            Files.createDirectories(out);
-            Path tmp = out.resolve("results.json.tmp");
-            JSON.writeValue(tmp.toFile(), result);
-            Files.move(tmp, out.resolve("results.json"), StandardCopyOption.REPLACE_EXISTING);
+            Result result = result(command, started, loadSeconds, leaves, mixes, clients, writes);
+            write(out.resolve("results.json"), result);
+            Files.deleteIfExists(partial);
             return result;
         }
+    }
+
+    private Result result(
+            String command,
+            String started,
+            double loadSeconds,
+            Map<String, Integer> leaves,
+            List<MixResult> mixes,
+            List<ClientsResult> clients,
+            List<WriteResult> writes) {
+        return new Result(
+                e.name(),
+                e.title(),
+                e.reproduces(),
+                command,
+                started,
+                e.rows(),
+                e.cluster().nodes(),
+                e.cluster().replicationFactor(),
+                e.consistency(),
+                e.zipf() == null ? 0 : e.zipf(),
+                loadSeconds,
+                leaves,
+                mixes,
+                clients,
+                writes);
+    }
+
+    /** Writes {@code result} to {@code file} whole or not at all (through a file beside it). */
+    private static void write(Path file, Result result) throws IOException {
+        Files.createDirectories(file.getParent());
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        JSON.writeValue(tmp.toFile(), result);
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
     }
 
     /**
@@ -520,8 +552,11 @@ public final class RangeBench {
                     ? "none"
                     : t.equals("data_sai")
                             ? "sai"
-                            : "needle ordered index (rix)"
-                                    + (t.equals("data_rix") ? "" : ", leaf " + t.substring("data_rix_".length()));
+                            : indexedTables().stream()
+                                    .filter(x -> x.table().equals(t))
+                                    .findFirst()
+                                    .orElseThrow()
+                                    .description();
             out.add(new WriteResult(t, index, WRITE_PROBES, Stats.of(inserts.get(t)), Stats.of(updates.get(t))));
             log.printf(
                     "  writes to %-9s (%s): insert median %.2f ms, update median %.2f ms%n",

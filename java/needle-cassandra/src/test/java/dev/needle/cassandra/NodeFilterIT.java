@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Node filters on a real three-node cluster, each read compared with a twin table without the
- * index (ARCHITECTURE.md, invariant 5):
+ * index (docs/invariants.md, invariant 5):
  *
  * <ul>
  *   <li>quiescent equivalence: once the copies are in sync, reads through a coordinator that is not

@@ -32,8 +32,9 @@ import org.junit.jupiter.api.Test;
  * relocatesstables of the base table and the index's tables on random nodes. Every range answer from the
  * index (asked for by the custom payload), read page by page with random page sizes, must equal a
  * model of the writes, come in the column's order, and equal the answer of the stock way (every
- * node scanned, asked for too) and of the planner's choice, while reads remove the entries
- * they find superseded.
+ * node scanned, asked for too, at the same page size: splits read on from their last row and
+ * pages read ahead) and of the planner's choice, while reads remove the entries they find
+ * superseded.
  */
 class RangeIndexIT {
     private static final String INDEX_CLASS = "dev.needle.cassandra.NeedleRangeIndex";
@@ -226,8 +227,9 @@ class RangeIndexIT {
                             + "), " + what);
         }
         assertSame(expected, asMap(byIndex), "index answer vs model, " + what);
-        List<Row> stock =
-                s.execute(quorum(range.bind(from, to)).setCustomPayload(STOCK)).all();
+        List<Row> stock = s.execute(
+                        quorum(range.bind(from, to)).setPageSize(pageSize).setCustomPayload(STOCK))
+                .all();
         assertSame(expected, asMap(stock), "stock answer vs model, " + what);
         List<Row> planned =
                 s.execute(quorum(range.bind(from, to)).setPageSize(pageSize)).all();

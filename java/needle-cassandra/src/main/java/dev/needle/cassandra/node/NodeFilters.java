@@ -58,7 +58,7 @@ import org.slf4j.LoggerFactory;
  * tables, fed by the {@link SyncIndex} on the sync tables, and {@link #check decides} whether a
  * read can be answered empty without asking the replicas: only when every replica the read could
  * go to says, from a copy fresher than the table's staleness bound S, that it holds no live data
- * for the key (ARCHITECTURE.md, invariant 5).
+ * for the key (docs/invariants.md, invariant 5).
  */
 public final class NodeFilters {
     private static final Logger logger = LoggerFactory.getLogger(NodeFilters.class);

@@ -13,7 +13,7 @@ import java.util.function.BooleanSupplier;
  * becomes live and was not published, removed ("−h") when it stops being live and was
  * published; so the copy of a coordinator that applies the snapshot and then the changes in
  * sequence order holds exactly the published set at its sequence number, and a removal never
- * touches a fingerprint the copy does not hold (ARCHITECTURE.md, invariants 2 and 5a).
+ * touches a fingerprint the copy does not hold (docs/invariants.md, invariants 2 and 5a).
  *
  * <p>A key's decisions are serialized by its stripe's lock (the liveness check and the change
  * are one step), and the sequence numbers by the sequencer's, so the last change of a key

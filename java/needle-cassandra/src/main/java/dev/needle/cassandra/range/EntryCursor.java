@@ -94,12 +94,8 @@ final class EntryCursor {
                 return null;
             }
             LeafDirectory.Leaf<ByteBuffer> leaf = leaves.get(leafAt);
-            int i = directory.leaves().indexOf(leaf);
-            ByteBuffer leafUpper = i + 1 < directory.leaves().size()
-                    ? directory.leaves().get(i + 1).lowerBound()
-                    : null;
             Bound lo = tighterLower(lower, leaf.lowerBound());
-            Bound hi = tighterUpper(upper, leafUpper);
+            Bound hi = tighterUpper(upper, directory.upperBound(leaf));
             sources = leaf.dual()
                     ? new Source[] {new Source(leaf.id(), lo, hi, after), new Source(leaf.dualOf(), lo, hi, after)}
                     : new Source[] {new Source(leaf.id(), lo, hi, after)};

@@ -102,6 +102,15 @@ public final class LeafDirectory<V> {
         return leaves.get(indexFor(value));
     }
 
+    /**
+     * The upper bound (exclusive) of the values {@code leaf} holds: the next leaf's lower bound,
+     * null for the last leaf (unbounded).
+     */
+    public V upperBound(Leaf<V> leaf) {
+        int i = position(leaf.id());
+        return i + 1 < leaves.size() ? leaves.get(i + 1).lowerBound() : null;
+    }
+
     /** The leaves that hold values in [{@code from}, {@code to}), in value order. */
     public List<Leaf<V>> leavesFor(V from, V to) {
         int[] span = span(from, to);

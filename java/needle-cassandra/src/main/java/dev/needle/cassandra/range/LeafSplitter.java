@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.UntypedResultSet;
@@ -146,31 +147,20 @@ final class LeafSplitter {
         return true;
     }
 
-    /** The upper bound of {@code leaf}'s values: the next leaf's lower bound (null: unbounded). */
-    private static ByteBuffer upper(LeafDirectory<ByteBuffer> d, LeafDirectory.Leaf<ByteBuffer> leaf) {
-        int i = d.leaves().indexOf(leaf);
-        return i + 1 < d.leaves().size() ? d.leaves().get(i + 1).lowerBound() : null;
-    }
-
     /** Copies each new leaf's entries from its old leaf, then makes the new leaves the only ones written and read. */
     private void move(
             LeafDirectory<ByteBuffer> d,
             List<LeafDirectory.Leaf<ByteBuffer>> dual,
             Map<Long, UntypedResultSet.Row> rows) {
-        List<Statement> changes = new ArrayList<>();
-        for (LeafDirectory.Leaf<ByteBuffer> leaf : dual) {
-            long old = rows.get(leaf.id()).getLong("old_leaf");
-            long copied = copy(old, leaf.id(), leaf.lowerBound(), upper(d, leaf));
-            changes.add(new Statement(
-                    "UPDATE " + t.q(t.directory()) + " SET state = 'moved' WHERE part = 0 AND leaf = ?", leaf.id()));
+        advance(d, dual, rows, "moved", (old, leaf) -> {
+            long copied = copy(old, leaf.id(), leaf.lowerBound(), d.upperBound(leaf));
             logger.info(
                     "Needle range index {}: copied {} entries of leaf {} to leaf {}",
                     t.index(),
                     copied,
                     old,
                     leaf.id());
-        }
-        lwt(d.version(), true, changes);
+        });
     }
 
     /** Deletes the old leaves' copies of the new leaves' entries; the splits are done. */
@@ -178,30 +168,40 @@ final class LeafSplitter {
             LeafDirectory<ByteBuffer> d,
             List<LeafDirectory.Leaf<ByteBuffer>> moved,
             Map<Long, UntypedResultSet.Row> rows) {
-        List<Statement> changes = new ArrayList<>();
-        for (LeafDirectory.Leaf<ByteBuffer> leaf : moved) {
-            long old = rows.get(leaf.id()).getLong("old_leaf");
-            ByteBuffer upper = upper(d, leaf);
-            if (upper == null) {
-                QueryProcessor.execute(
-                        "DELETE FROM " + t.q(t.entries()) + " WHERE leaf = ? AND value >= ?",
-                        ConsistencyLevel.QUORUM,
-                        old,
-                        leaf.lowerBound());
-            } else {
-                QueryProcessor.execute(
-                        "DELETE FROM " + t.q(t.entries()) + " WHERE leaf = ? AND value >= ? AND value < ?",
-                        ConsistencyLevel.QUORUM,
-                        old,
-                        leaf.lowerBound(),
-                        upper);
+        boolean done = advance(d, moved, rows, "live", (old, leaf) -> {
+            ByteBuffer upper = d.upperBound(leaf);
+            List<Object> values = new ArrayList<>(List.of(old, leaf.lowerBound()));
+            if (upper != null) {
+                values.add(upper);
             }
-            changes.add(new Statement(
-                    "UPDATE " + t.q(t.directory()) + " SET state = 'live' WHERE part = 0 AND leaf = ?", leaf.id()));
-        }
-        if (lwt(d.version(), true, changes)) {
+            QueryProcessor.execute(
+                    "DELETE FROM " + t.q(t.entries()) + " WHERE leaf = ? AND value >= ?"
+                            + (upper == null ? "" : " AND value < ?"),
+                    ConsistencyLevel.QUORUM,
+                    values.toArray());
+        });
+        if (done) {
             logger.info("Needle range index {}: {} splits done", t.index(), moved.size());
         }
+    }
+
+    /**
+     * Does {@code work} for each of {@code leaves} (given the leaf it split from), then moves them
+     * all to state {@code next} in one transaction on directory version {@code d}; true if it applied.
+     */
+    private boolean advance(
+            LeafDirectory<ByteBuffer> d,
+            List<LeafDirectory.Leaf<ByteBuffer>> leaves,
+            Map<Long, UntypedResultSet.Row> rows,
+            String next,
+            BiConsumer<Long, LeafDirectory.Leaf<ByteBuffer>> work) {
+        List<Statement> changes = new ArrayList<>();
+        for (LeafDirectory.Leaf<ByteBuffer> leaf : leaves) {
+            work.accept(rows.get(leaf.id()).getLong("old_leaf"), leaf);
+            changes.add(new Statement(
+                    "UPDATE " + t.q(t.directory()) + " SET state = ? WHERE part = 0 AND leaf = ?", next, leaf.id()));
+        }
+        return lwt(d.version(), true, changes);
     }
 
     /** Copies the entries of leaf {@code from} in [lower, upper) to leaf {@code to}, with their TTLs. */

@@ -49,7 +49,7 @@ import org.slf4j.LoggerFactory;
  * it newer than every partition deletion of it; row and range deletions and expired TTLs are
  * learned by {@linkplain FeedbackRemoval feedback}.
  *
- * <p>Never a false negative (ARCHITECTURE.md, invariant 1): whatever Needle does not know makes
+ * <p>Never a false negative (docs/invariants.md, invariant 1): whatever Needle does not know makes
  * the view not ready, and a view that is not ready answers LIVE for every key. Nothing here may
  * fail a write, a flush, a compaction or a stream: errors are caught, logged, counted, and cost
  * only skipping.

@@ -66,6 +66,8 @@ class LeafDirectoryTest {
         assertEquals(List.of(), d.leavesFor(0.7, 0.7), "an empty range");
         assertEquals(2, d.leafFor(0.5).id());
         assertEquals(1, d.leafFor(-1.0).id());
+        assertEquals(0.5, d.upperBound(d.leafFor(0.1)), "a leaf ends where the next begins");
+        assertEquals(null, d.upperBound(d.leafFor(0.7)), "the last leaf is unbounded");
     }
 
     @Test
