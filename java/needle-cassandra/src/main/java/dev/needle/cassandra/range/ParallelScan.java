@@ -28,7 +28,6 @@ import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.StorageService;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.service.pager.QueryPager;
-import org.apache.cassandra.tracing.Tracing;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
@@ -45,10 +44,7 @@ import org.apache.cassandra.transport.messages.ResultMessage;
  * take whole (from the planner's estimate of the rows in the range; {@link #CONCURRENCY} without
  * an estimate). It ends at the end of a split when the next one is expected to overflow it (a
  * page may hold fewer rows than its size: drivers follow the paging state), else inside the split
- * that fills it. A split holding more than its read's limit is read on from its last row before
- * any later split. When the page ends, the next page's first splits are started ({@link
- * ScanReadAhead}) and taken by the next page if the client asks for it on this node within
- * seconds. Its paging state is Cassandra's own (the last row's
+ * that fills it. Its paging state is Cassandra's own (the last row's
  * partition key and clustering), so the next page may be answered by this scan or by Cassandra's
  * sequential pager alike, and a query paged across a change of plan (an index dropped, a node
  * without Needle) still returns each row once.
@@ -110,11 +106,7 @@ final class ParallelScan {
         int pageSize = options.getPageSize();
         int want = Math.min(remaining, pageSize > 0 ? pageSize : Integer.MAX_VALUE);
 
-        ConsistencyLevel cl = options.getConsistency();
-        ProtocolVersion version = options.getProtocolVersion();
-        // The reads a previous page started for this one, if the client asked for it in time.
-        ScanReadAhead.Pending ahead = paging == null ? null : ScanReadAhead.take(whole, cl, pageSize, paging);
-        List<Range<Token>> splits = ahead != null ? ahead.splits() : splits(expectedRows, want);
+        List<Range<Token>> splits = splits();
         int first = 0;
         if (paging != null) {
             Token after = select.table.partitioner.getToken(paging.partitionKey);
@@ -124,30 +116,15 @@ final class ParallelScan {
         }
         double perSplit = Double.isNaN(expectedRows) ? Double.NaN : expectedRows / splits.size();
 
+        ConsistencyLevel cl = options.getConsistency();
+        ProtocolVersion version = options.getProtocolVersion();
         ResultSetBuilder result = new ResultSetBuilder(select.getResultMetadata(), selectors, false);
-        // Reads under way, in split order; a split read in parts has its next part first.
-        Deque<ScanReadAhead.InFlight> reading = new ArrayDeque<>();
+        Deque<Future<Split>> reading = new ArrayDeque<>();
         int next = first;
-        if (paging != null) {
-            // The rest of the split the last page ended in, from its last row.
-            reading.add(submit(whole, splits, next++, paging, want, cl, state, version, t));
-        }
-        if (ahead != null) {
-            if (!ahead.reading().isEmpty() && ahead.reading().peekFirst().split() == next) {
-                Tracing.trace(
-                        "Needle: {} split reads of this page were started by the page before",
-                        ahead.reading().size());
-                reading.addAll(ahead.reading());
-                next = reading.peekLast().split() + 1;
-            } else {
-                ahead.cancel(); // not where this page goes on (cannot happen with the same splits): read afresh
-            }
-        }
         int emitted = 0;
         RangeRead.Fetched last = null;
         boolean more = false;
         boolean previousHadRows = false; // the split read last gave this page rows: the page may end after it
-        boolean kept = false;
         try {
             boolean estimated = !Double.isNaN(perSplit) && perSplit > 0;
             while (emitted < want) {
@@ -163,13 +140,15 @@ final class ParallelScan {
                 int wave =
                         estimated ? (int) Math.max(1, Math.min(CONCURRENCY, Math.floor(room / perSplit))) : CONCURRENCY;
                 while (reading.size() < wave && next < splits.size()) {
-                    reading.add(submit(whole, splits, next++, null, room, cl, state, version, t));
+                    PagingState from = next == first ? paging : null;
+                    PartitionRangeReadCommand part = whole.forSubRange(Range.makeRowRange(splits.get(next++)), false);
+                    int limit = want - emitted;
+                    reading.add(POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
                 }
                 if (reading.isEmpty()) {
                     break;
                 }
-                ScanReadAhead.InFlight f = reading.poll();
-                Split s = get(f.rows());
+                Split s = get(reading.poll());
                 int take = Math.min(s.rows().size(), want - emitted);
                 for (int i = 0; i < take; i++) {
                     last = s.rows().get(i);
@@ -179,86 +158,24 @@ final class ParallelScan {
                 previousHadRows = take > 0;
                 if (emitted == want) {
                     more = take < s.rows().size() || !s.exhausted() || next < splits.size() || !reading.isEmpty();
-                } else if (!s.exhausted()) {
-                    if (take == 0) {
-                        throw new IllegalStateException("a split read returned no row but is not exhausted");
-                    }
-                    // The split holds more than its read's limit (a read started for an earlier
-                    // page, or with less room): its rest comes before any later split's rows.
-                    reading.addFirst(submit(
-                            whole,
-                            splits,
-                            f.split(),
-                            after(select, last, remaining - emitted, version),
-                            want - emitted,
-                            cl,
-                            state,
-                            version,
-                            t));
                 }
             }
-            PagingState to = more && remaining - emitted > 0 && last != null
-                    ? after(select, last, remaining - emitted, version)
-                    : null;
-            if (to != null) {
-                // Read ahead: the next page's first splits are read while the client takes this one
-                // in, each with its own time limit (not this request's) and a quarter of a page at
-                // most (splits are cut for an eighth): what waits for the client stays small.
-                int aheadLimit = (int) Math.min(want, 2L * ((want + CONCURRENCY - 1) / CONCURRENCY));
-                while (reading.size() < CONCURRENCY && next < splits.size()) {
-                    reading.add(submit(
-                            whole,
-                            splits,
-                            next++,
-                            null,
-                            aheadLimit,
-                            cl,
-                            state,
-                            version,
-                            Dispatcher.RequestTime.forImmediateExecution()));
-                }
-                kept = ScanReadAhead.put(
-                        whole, cl, pageSize, to, new ScanReadAhead.Pending(splits, reading, System.nanoTime()));
-            }
-            ResultSet rs = result.build();
-            if (to != null) {
-                rs.metadata.setHasMorePages(to);
-            }
-            return new ResultMessage.Rows(rs);
         } finally {
-            if (!kept) {
-                reading.forEach(f -> f.rows().cancel(false)); // a read under way finishes; its rows are dropped
-            }
+            reading.forEach(f -> f.cancel(false)); // a read under way finishes; its rows are dropped
         }
-    }
-
-    /** Where a page (or a split's read) that ended at {@code last} goes on. */
-    private static PagingState after(
-            SelectStatement select, RangeRead.Fetched last, int remaining, ProtocolVersion version) {
-        return new PagingState(
-                last.key().getKey(),
-                PagingState.RowMark.create(select.table, last.row(), version),
-                remaining,
-                DataLimits.NO_LIMIT);
-    }
-
-    /** Starts reading split {@code i} of {@code splits} (after {@code from}, if not null), at most {@code limit} rows. */
-    private static ScanReadAhead.InFlight submit(
-            PartitionRangeReadCommand whole,
-            List<Range<Token>> splits,
-            int i,
-            PagingState from,
-            int limit,
-            ConsistencyLevel cl,
-            QueryState state,
-            ProtocolVersion version,
-            Dispatcher.RequestTime t) {
-        PartitionRangeReadCommand part = whole.forSubRange(Range.makeRowRange(splits.get(i)), false);
-        return new ScanReadAhead.InFlight(i, POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
+        ResultSet rs = result.build();
+        if (more && remaining - emitted > 0 && last != null) {
+            rs.metadata.setHasMorePages(new PagingState(
+                    last.key().getKey(),
+                    PagingState.RowMark.create(select.table, last.row(), version),
+                    remaining - emitted,
+                    DataLimits.NO_LIMIT));
+        }
+        return new ResultMessage.Rows(rs);
     }
 
     /** The rows one split returned, in token order, and whether the split has no more. */
-    record Split(List<RangeRead.Fetched> rows, boolean exhausted) {}
+    private record Split(List<RangeRead.Fetched> rows, boolean exhausted) {}
 
     private static Split read(
             PartitionRangeReadCommand part,
@@ -291,38 +208,14 @@ final class ParallelScan {
 
     /**
      * The ring's token ranges as the token metadata has them now, each cut into equal pieces so
-     * that there are at least {@link #SPLITS_PER_NODE} per node, and more when the range is
-     * expected to return more than a page: then a page's rows come from {@link #CONCURRENCY}
-     * splits read at once rather than from one split read alone (at most {@link
-     * #MAX_SPLITS_PER_NODE} per node). In token order; the first starts at the ring's minimum and
-     * the last ends there, so they cover every token once.
-     *
-     * @param expectedRows the planner's estimate of the rows in the whole range, NaN if none
-     * @param pageRows the rows the page may hold
+     * that there are at least {@link #SPLITS_PER_NODE} per node, in token order; the first starts
+     * at the ring's minimum and the last ends there, so they cover every token once.
      */
-    static List<Range<Token>> splits(double expectedRows, int pageRows) {
+    static List<Range<Token>> splits() {
         List<Token> ring = StorageService.instance.getTokenMetadata().sortedTokens();
         int nodes = Math.max(
                 1, StorageService.instance.getTokenMetadata().getAllEndpoints().size());
-        return splits(ring, splitCount(nodes, expectedRows, pageRows));
-    }
-
-    /** Splits per node at most, however many rows a range is expected to return. */
-    static final int MAX_SPLITS_PER_NODE = 256;
-
-    /**
-     * How many splits a scan of {@code nodes} nodes cuts the ring into: {@link #SPLITS_PER_NODE}
-     * per node, or enough for each split to be expected to fill at most 1/{@link #CONCURRENCY}th
-     * of a page, up to {@link #MAX_SPLITS_PER_NODE} per node.
-     */
-    static int splitCount(int nodes, double expectedRows, int pageRows) {
-        int least = nodes * SPLITS_PER_NODE;
-        if (Double.isNaN(expectedRows) || expectedRows <= 0 || pageRows <= 0 || pageRows == Integer.MAX_VALUE) {
-            return least;
-        }
-        double perSplit = Math.max(1.0, (double) pageRows / CONCURRENCY);
-        double wanted = Math.ceil(expectedRows / perSplit);
-        return (int) Math.max(least, Math.min(wanted, (double) nodes * MAX_SPLITS_PER_NODE));
+        return splits(ring, nodes * SPLITS_PER_NODE);
     }
 
     static List<Range<Token>> splits(List<Token> ring, int atLeast) {

@@ -62,17 +62,4 @@ class ParallelScanTest {
             }
         }
     }
-
-    @Test
-    void aRangeOfManyRowsIsCutSoThatAPageReadsSplitsAtOnce() {
-        // No estimate, a short range or an unpaged query: the ring's own cut.
-        assertEquals(12, ParallelScan.splitCount(3, Double.NaN, 5000));
-        assertEquals(12, ParallelScan.splitCount(3, 300, 5000));
-        assertEquals(12, ParallelScan.splitCount(3, 1e6, Integer.MAX_VALUE));
-        // 100,000 rows in pages of 5,000: splits of 625 expected rows, 8 of them per page.
-        assertEquals(160, ParallelScan.splitCount(3, 100_000, 5000));
-        // Bounded, however many rows and however small the pages.
-        assertEquals(3 * ParallelScan.MAX_SPLITS_PER_NODE, ParallelScan.splitCount(3, 1e9, 10));
-        assertEquals(3 * ParallelScan.MAX_SPLITS_PER_NODE, ParallelScan.splitCount(3, 1e6, 1));
-    }
 }
