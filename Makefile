@@ -4,12 +4,13 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
 	@echo "make demo-filters   the filters alone: three-state answers, Bloom against cuckoo"
 	@echo "make test           run every test of every module"
+	@echo "make check          the quick tier: unit tests, lints and formatters, no cluster (a few minutes once built)"
 	@echo "make test-long      the randomized Cassandra tests at 10 to 25 times their operations (a few hours)"
 	@echo "make test-differential OPS=N  the differential Cassandra test with N operations"
 	@echo "make build          build the Java modules (skip tests)"
@@ -28,6 +29,16 @@ help:
 
 test: test-java test-python test-rust
 
+# The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
+# starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
+# (which compiles the Rust workspace again).
+check: lint-python
+	cd java && $(MVN) -DskipITs install
+	cd rust && cargo fmt --all -- --check
+	cd rust && cargo clippy --release --all-targets -- -D warnings
+	cd rust && cargo test --release
+	$(PYTHON) -m pytest -q bench/plot
+
 test-java:
 	cd java && $(MVN) install
 
@@ -35,9 +46,12 @@ test-java:
 # package's; ruff checks the style (pinned in requirements-lint.txt, installed once into a private
 # virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
-test-python: $(LINT_VENV)/requirements-lint.txt python-package
-	$(LINT_VENV)/bin/ruff check deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
-	$(LINT_VENV)/bin/ruff format --check deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
+LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
+lint-python: $(LINT_VENV)/requirements-lint.txt
+	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
+	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
+
+test-python: lint-python python-package
 	$(PYTHON) -m pytest -q deploy/tests bench/plot
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
