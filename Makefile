@@ -46,7 +46,7 @@ test-java:
 # package's; ruff checks the style (pinned in requirements-lint.txt, installed once into a private
 # virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
-LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake python
+LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake bench/jvm-filters bench/partition-index python
 lint-python: $(LINT_VENV)/requirements-lint.txt
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
 	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
