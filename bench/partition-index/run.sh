@@ -20,8 +20,8 @@ COLD_QUERIES="${COLD_QUERIES:-300}"
 SKIP_CRITERION="${SKIP_CRITERION:-}"
 
 cd "$ROOT/rust"
-cargo build --release -p needle-cli --bins
-BENCH="$ROOT/rust/target/release/needle-bench"
+cargo build --release -p needle-index-tools --bins
+BENCH="$ROOT/rust/target/release/needle-index-bench"
 mkdir -p "$OUT/raw" "$DATA"
 rm -f "$OUT"/raw/*.jsonl
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
