@@ -43,13 +43,14 @@ test-java:
 	cd java && $(MVN) install
 
 # The cluster tool's tests (they start real nodes), the result summaries' tests and the Python
-# package's; ruff checks the style (pinned in requirements-lint.txt, installed once into a private
-# virtualenv).
+# package's; ruff checks the style and mypy the Python package's types against the stub of its
+# native module (both pinned in requirements-lint.txt, installed once into a private virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
 LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake bench/jvm-filters bench/partition-index python
 lint-python: $(LINT_VENV)/requirements-lint.txt
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
 	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(LINT_VENV)/bin/mypy --config-file python/pyproject.toml python/needle
 
 test-python: lint-python python-package
 	$(PYTHON) -m pytest -q deploy/tests bench/plot

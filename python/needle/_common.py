@@ -60,7 +60,7 @@ def _instant_nanos(value: Any, unit: str) -> int:
         if not value.is_valid:
             raise TypeError("a null is not a value to look up")
         if pa.types.is_timestamp(value.type):
-            return value.cast(pa.int64()).as_py() * _NANOS[_unit_name(value.type)]
+            return int(value.cast(pa.int64()).as_py()) * _NANOS[_unit_name(value.type)]
         value = value.as_py()
     if isinstance(value, _dt.datetime):
         aware = value if value.tzinfo is not None else value.replace(tzinfo=_dt.UTC)
@@ -160,6 +160,11 @@ def _scalar_in(key: Key, type_: pyarrow.DataType) -> pyarrow.Scalar | None:
 
     t = pa.types
     try:
+        if key.kind not in ("timestamp", "time"):
+            return pa.scalar(key.value, type=type_)
+        nanos = key.nanos
+        if nanos is None:
+            return None  # a temporal key is an instant or a time of day: without one, nothing equals it
         if key.kind == "timestamp":
             if t.is_timestamp(type_):
                 step = _NANOS[_unit_name(type_)]
@@ -167,16 +172,14 @@ def _scalar_in(key: Key, type_: pyarrow.DataType) -> pyarrow.Scalar | None:
                 step = _DAY
             else:
                 return None
-            if key.nanos % step:
+            if nanos % step:
                 return None
             # date64 counts the milliseconds of a midnight
-            return pa.scalar(key.nanos // (1_000_000 if t.is_date64(type_) else step), type=type_)
-        if key.kind == "time":
-            if not (t.is_time32(type_) or t.is_time64(type_)):
-                return None
-            step = _NANOS[_unit_name(type_)]
-            return None if key.nanos % step else pa.scalar(key.nanos // step, type=type_)
-        return pa.scalar(key.value, type=type_)
+            return pa.scalar(nanos // (1_000_000 if t.is_date64(type_) else step), type=type_)
+        if not (t.is_time32(type_) or t.is_time64(type_)):
+            return None
+        step = _NANOS[_unit_name(type_)]
+        return None if nanos % step else pa.scalar(nanos // step, type=type_)
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
         return None
 
@@ -202,8 +205,8 @@ def matching_rows(
     for c in candidates:
         if c.row_group is None:
             by_file[c.path] = None
-        elif by_file.get(c.path, []) is not None:
-            by_file.setdefault(c.path, []).append(c.row_group)
+        elif (groups := by_file.setdefault(c.path, [])) is not None:
+            groups.append(c.row_group)
     tables = []
     for path, groups in by_file.items():
         f = pq.ParquetFile(path)

@@ -195,7 +195,7 @@ class ParquetTable:
             # An integer (in the index's unit) or a pyarrow scalar: the instant, to the nanosecond.
             where = f"{_sql_identifier(self.column)} = make_timestamp_ns($value::BIGINT)"
             value = key.nanos
-        elif key.kind == "time" and not isinstance(value, _dt.time):
+        elif key.kind == "time" and key.nanos is not None and not isinstance(value, _dt.time):
             seconds, micros = divmod(key.nanos // 1000, 1_000_000)
             value = _dt.time(seconds // 3600, seconds // 60 % 60, seconds % 60, micros)
         if not files:
