@@ -222,7 +222,7 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
 }
 
-/// One thread's queries: latencies (ns), false candidates, absent queries, (CPU ns, run-queue wait ns).
+/// One thread's queries: latencies (ns), false candidates, CPU ns and run-queue wait ns.
 struct ThreadResult {
     latency: Histogram<u64>,
     false_candidates: u64,

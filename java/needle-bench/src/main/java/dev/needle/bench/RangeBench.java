@@ -21,7 +21,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -282,6 +281,9 @@ public final class RangeBench {
      */
     public Result run(String command, Path out) throws IOException {
         String started = Instant.now().toString();
+        // What is measured so far, kept where a run that fails later leaves it (not an earlier run's).
+        Path partial = out.resolve("results.partial.json");
+        Files.deleteIfExists(partial);
         ConsistencyLevel cl = DefaultConsistencyLevel.valueOf(e.consistency());
         try (CqlSession s = cluster.session(1)) {
             Map<String, Integer> leaves = new LinkedHashMap<>();
@@ -297,23 +299,23 @@ public final class RangeBench {
             SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
             List<MixResult> mixes = new ArrayList<>();
             List<ClientsResult> clients = new ArrayList<>();
-            // What is measured so far, kept where a run that fails later leaves it.
-            Path partial = out.resolve("results.partial.json");
             for (RangeExperiment.Mix m : e.mixes()) {
                 mixes.add(measure(m, r, readers, s));
-                write(partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
+                ResultFiles.write(
+                        JSON, partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
             }
             if (e.clients() != null) {
                 for (RangeExperiment.Mix m : e.mixes()) {
                     for (int threads : e.clients().threads()) {
                         clients.addAll(measureClients(m, threads, r, readers));
                     }
-                    write(partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
+                    ResultFiles.write(
+                            JSON, partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
                 }
             }
             List<WriteResult> writes = measureWrites(s, r, cl);
             Result result = result(command, started, loadSeconds, leaves, mixes, clients, writes);
-            write(out.resolve("results.json"), result);
+            ResultFiles.write(JSON, out.resolve("results.json"), result);
             Files.deleteIfExists(partial);
             return result;
         }
@@ -343,14 +345,6 @@ public final class RangeBench {
                 mixes,
                 clients,
                 writes);
-    }
-
-    /** Writes {@code result} to {@code file} whole or not at all (through a file beside it). */
-    private static void write(Path file, Result result) throws IOException {
-        Files.createDirectories(file.getParent());
-        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        JSON.writeValue(tmp.toFile(), result);
-        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
     }
 
     /**

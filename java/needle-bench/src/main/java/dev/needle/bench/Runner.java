@@ -856,14 +856,7 @@ public final class Runner {
     }
 
     private void write() throws IOException {
-        Files.createDirectories(resultFile.toAbsolutePath().getParent());
-        Path tmp = resultFile.resolveSibling(resultFile.getFileName() + ".tmp");
-        JSON.writeValue(tmp.toFile(), result);
-        Files.move(
-                tmp,
-                resultFile,
-                java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        ResultFiles.write(JSON, resultFile, result);
     }
 
     private static void sleep(long ms) {

@@ -16,7 +16,6 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -231,10 +230,10 @@ final class StalenessProbe {
 
         /** Writes what is measured so far: an interrupted run keeps its finished phases. */
         private void save(Map<String, Object> doc) throws IOException {
-            Files.createDirectories(o.out());
-            Path tmp = o.out().resolve("staleness.json.tmp");
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(tmp.toFile(), doc);
-            Files.move(tmp, o.out().resolve("staleness.json"), StandardCopyOption.REPLACE_EXISTING);
+            ResultFiles.write(
+                    new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT),
+                    o.out().resolve("staleness.json"),
+                    doc);
         }
 
         private void createSchema() throws IOException {
