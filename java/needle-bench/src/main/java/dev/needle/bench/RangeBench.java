@@ -239,13 +239,14 @@ public final class RangeBench {
         System.err.printf(
                 "needle-bench: %s (%s)%nstarting %d Cassandra nodes%n",
                 e.name(), e.title(), e.cluster().nodes());
+        List<String> up = new ArrayList<>(List.of("--heap", heap));
+        up.addAll(e.cluster().yamlArgs());
         try (LocalCluster c = LocalCluster.start(
                 tool,
                 jar,
                 Files.createTempDirectory("needle-range"),
                 e.cluster().nodes(),
-                "--heap",
-                heap)) {
+                up.toArray(new String[0]))) {
             Result r = new RangeBench(e, c, System.err).run("needle-bench " + String.join(" ", args), out);
             System.err.println("results: " + out.resolve("results.json"));
             int wrong = r.mixes().stream().mapToInt(MixResult::wrongResults).sum()

@@ -1,7 +1,9 @@
 package dev.needle.bench;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -28,7 +30,7 @@ import java.util.Set;
  * @param scan          the parallel scan's options
  * @param loadThreads   writes in flight while loading
  * @param seed          seed of the data and of the queries
- * @param cluster       nodes and replication factor
+ * @param cluster       nodes, replication factor and settings of the nodes' cassandra.yaml
  * @param zipf          the keys' skew: absent or 0, uniform in [0, 1); else Zipf's law with this
  *     exponent over 1,000 buckets of [0, 1), hot keys at the low end (see ZipfKeys)
  * @param clients       absent, or the client-concurrency phase that follows the mixes (the
@@ -63,7 +65,23 @@ public record RangeExperiment(
     /** See {@code dev.needle.range.TokenRangeScan.Builder}. */
     public record Scan(int splitsPerNode, int concurrency, int pageSize) {}
 
-    public record Cluster(int nodes, int replicationFactor) {}
+    /**
+     * @param cassandraYaml absent, or top-level cassandra.yaml settings of every node (a long range
+     *     read at a million rows needs more than Cassandra's default request timeouts)
+     */
+    public record Cluster(int nodes, int replicationFactor, Map<String, String> cassandraYaml) {
+        /** The settings as the cluster tool's arguments: {@code --yaml KEY=VALUE} each. */
+        List<String> yamlArgs() {
+            List<String> args = new ArrayList<>();
+            if (cassandraYaml != null) {
+                cassandraYaml.forEach((k, v) -> {
+                    args.add("--yaml");
+                    args.add(k + "=" + v);
+                });
+            }
+            return args;
+        }
+    }
 
     /**
      * Per mix, per number of client threads {@code threads} and per variant, {@code queries} queries
@@ -124,6 +142,14 @@ public record RangeExperiment(
                         && cluster.replicationFactor() >= 1
                         && cluster.replicationFactor() <= cluster.nodes(),
                 "'cluster' needs 1 <= replication_factor <= nodes");
+        require(
+                cluster.cassandraYaml() == null
+                        || cluster.cassandraYaml().entrySet().stream()
+                                .allMatch(kv -> kv.getKey().matches("[a-z][a-z0-9_]*")
+                                        && kv.getValue() != null
+                                        && !kv.getValue().isBlank()
+                                        && !kv.getValue().contains("\n")),
+                "'cluster.cassandra_yaml' maps top-level cassandra.yaml settings (lower_case names) to one-line values");
         require(zipf == null || (zipf >= 0 && zipf <= 5), "'zipf' must be from 0 (uniform) to 5");
         require(
                 clients == null

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -21,6 +22,9 @@ class RangeExperimentTest {
         RangeExperiment e = RangeExperiment.read(COMMITTED);
         assertEquals(1_000_000, e.rows());
         assertEquals(3, e.mixes().size());
+        assertEquals(
+                List.of("--yaml", "read_request_timeout=30000ms", "--yaml", "range_request_timeout=30000ms"),
+                e.cluster().yamlArgs());
         RangeExperiment quick = e.scaled(0.1);
         assertEquals(100_000, quick.rows());
         assertEquals(10, quick.queriesPerMix(), "the queries do not scale");
@@ -54,6 +58,9 @@ class RangeExperimentTest {
         assertError(
                 "distinct leaf sizes of at least 16",
                 valid.replace("\"hybrid\"]", "\"rix\"]").replace("\"seed\":", "\"leaf_sizes\": [8], \"seed\":"));
+        assertError(
+                "'cluster.cassandra_yaml' maps top-level cassandra.yaml settings",
+                valid.replace("\"read_request_timeout\"", "\"Read-Timeout\""));
         assertError("its file must be range-mixes.json", valid);
     }
 

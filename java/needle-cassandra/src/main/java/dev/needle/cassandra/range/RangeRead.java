@@ -61,8 +61,30 @@ public final class RangeRead {
     /** What an answer cost: entries read, rows returned, index partitions read. */
     public record Work(long entries, long rows, long partitionReads) {}
 
-    /** The answer and its cost. */
-    public record Answer(ResultMessage.Rows message, Work work) {}
+    /**
+     * The answer and its cost; {@code query} is the whole query's so far (its earlier pages
+     * included), null when an earlier page's paging state did not carry it.
+     */
+    public record Answer(ResultMessage.Rows message, Work work, Progress query) {
+        /** Whether this page ends the query (no paging state for a next page). */
+        public boolean last() {
+            return message.result.metadata.getPagingState() == null;
+        }
+    }
+
+    /**
+     * What the pages of a query answered so far returned and took on their coordinators: carried
+     * from page to page in the paging state, so that whichever node answers the last page knows
+     * the query's latency (the time between pages, the client's, left out).
+     */
+    public record Progress(long rows, long nanos) {
+        Progress plus(long pageRows, long pageNanos) {
+            return new Progress(rows + pageRows, nanos + pageNanos);
+        }
+    }
+
+    /** Where a paged query goes on: after this entry, with what its earlier pages did (null if unknown). */
+    record Continuation(EntryCursor.Position after, Progress before) {}
 
     /** The value bounds of the statement's restrictions on the indexed column; null if it has none. */
     public static EntryCursor.Bound[] bounds(RangeIndex index, RowFilter filter) {
@@ -129,13 +151,17 @@ public final class RangeRead {
             QueryOptions options,
             Dispatcher.RequestTime t,
             LongPredicate abandon) {
+        long began = System.nanoTime();
         long nowInSec = options.getNowInSeconds(state);
         int userLimit = select.getLimit(options);
         PagingState paging = options.getPagingState();
         EntryCursor.Position after = null;
+        Progress before = new Progress(0, 0);
         int remaining = userLimit;
         if (paging != null) {
-            after = decode(paging.partitionKey);
+            Continuation c = decode(paging.partitionKey);
+            after = c.after();
+            before = c.before();
             remaining = paging.remaining;
         }
         int pageSize = options.getPageSize();
@@ -158,7 +184,9 @@ public final class RangeRead {
                     want,
                     nowInSec,
                     t,
-                    after == null ? abandon : null);
+                    after == null ? abandon : null,
+                    before,
+                    began);
         } finally {
             index.release(directory);
         }
@@ -177,7 +205,9 @@ public final class RangeRead {
             int want,
             long nowInSec,
             Dispatcher.RequestTime t,
-            LongPredicate abandon) {
+            LongPredicate abandon,
+            Progress before,
+            long began) {
         ConsistencyLevel cl = options.getConsistency();
         TableMetadata base = index.base();
         EntryCursor cursor = new EntryCursor(
@@ -228,11 +258,12 @@ public final class RangeRead {
             }
         }
         ResultSet rs = result.build();
+        Progress query = before == null ? null : before.plus(emitted, System.nanoTime() - began);
         if (emitted == want && more && remaining - emitted > 0 && last != null) {
-            ByteBuffer position = encode(last);
+            ByteBuffer position = encode(last, query);
             rs.metadata.setHasMorePages(new PagingState(position, null, remaining - emitted, Integer.MAX_VALUE));
         }
-        return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads));
+        return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads), query);
     }
 
     private static boolean matches(RangeIndex index, RowFilter filter, Fetched f, EntryCursor.Position e, long now) {
@@ -350,8 +381,14 @@ public final class RangeRead {
         public void close() {}
     }
 
-    /** The first bytes of the position an index answer's paging state holds (format 1). */
-    private static final byte[] MAGIC = {'N', 'X', 'R', 1};
+    /**
+     * The first bytes of the position an index answer's paging state holds. Format 2 adds the
+     * query's {@link Progress} after the entry; format 1 (without it) is still read, from pages
+     * handed out before an upgrade.
+     */
+    private static final byte[] MAGIC = {'N', 'X', 'R', 2};
+
+    private static final byte FORMAT_1 = 1;
 
     /**
      * Whether a paging state's key is an index position (so the query was answered by the index
@@ -361,16 +398,20 @@ public final class RangeRead {
         if (key == null || key.remaining() < MAGIC.length + 12) {
             return false;
         }
-        for (int i = 0; i < MAGIC.length; i++) {
+        for (int i = 0; i < MAGIC.length - 1; i++) {
             if (key.get(key.position() + i) != MAGIC[i]) {
                 return false;
             }
         }
-        return true;
+        byte format = key.get(key.position() + MAGIC.length - 1);
+        return format == FORMAT_1 || format == MAGIC[MAGIC.length - 1];
     }
 
-    /** The paging state's payload: the last entry read (value, partition key, clustering), length-prefixed. */
-    static ByteBuffer encode(EntryCursor.Position p) {
+    /**
+     * The paging state's payload: the last entry read (value, partition key, clustering),
+     * length-prefixed, then the query's progress (rows, nanoseconds; -1 when unknown).
+     */
+    static ByteBuffer encode(EntryCursor.Position p, Progress query) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
             out.write(MAGIC); // tells this paging state from Cassandra's (see isIndexPosition)
@@ -378,18 +419,21 @@ public final class RangeRead {
                 out.writeInt(b.remaining());
                 out.write(ByteBufferUtil.getArray(b));
             }
+            out.writeLong(query == null ? -1 : query.rows());
+            out.writeLong(query == null ? -1 : query.nanos());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
         return ByteBuffer.wrap(bytes.toByteArray());
     }
 
-    static EntryCursor.Position decode(ByteBuffer state) {
+    static Continuation decode(ByteBuffer state) {
         ByteBuffer b = state.duplicate();
         try {
             if (!isIndexPosition(b)) {
                 throw new InvalidRequestException("not a paging state of a Needle range query");
             }
+            byte format = b.get(b.position() + MAGIC.length - 1);
             b.position(b.position() + MAGIC.length);
             ByteBuffer[] parts = new ByteBuffer[3];
             for (int i = 0; i < 3; i++) {
@@ -399,7 +443,17 @@ public final class RangeRead {
                 parts[i] = part;
                 b.position(b.position() + n);
             }
-            return new EntryCursor.Position(parts[0], parts[1], parts[2]);
+            EntryCursor.Position after = new EntryCursor.Position(parts[0], parts[1], parts[2]);
+            Progress before = null;
+            if (format != FORMAT_1) {
+                long rows = b.getLong();
+                long nanos = b.getLong();
+                before = rows < 0 || nanos < 0 ? null : new Progress(rows, nanos);
+            }
+            if (b.hasRemaining()) {
+                throw new IllegalArgumentException(b.remaining() + " bytes after the position");
+            }
+            return new Continuation(after, before);
         } catch (RuntimeException e) {
             if (e instanceof InvalidRequestException ire) {
                 throw ire;

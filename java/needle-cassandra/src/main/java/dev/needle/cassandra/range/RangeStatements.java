@@ -138,10 +138,12 @@ public final class RangeStatements {
         PagingState paging = options.getPagingState();
         if (paging != null) {
             // A later page goes on the way the first went: from the index position, or the stock way's.
-            return RangeRead.isIndexPosition(paging.partitionKey)
-                    ? RangeRead.answer(index, select, filter, bounds, state, options, t, null)
-                            .message()
-                    : stockAnswer.get();
+            if (!RangeRead.isIndexPosition(paging.partitionKey)) {
+                return stockAnswer.get();
+            }
+            RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t, null);
+            learnFromIndex(index, a);
+            return a.message();
         }
         String asked = asked(payload);
         RangePlanner.Decision d;
@@ -205,14 +207,32 @@ public final class RangeStatements {
             morePages = answer instanceof ResultMessage.Rows r && r.result.metadata.getPagingState() != null;
             Tracing.trace("Needle: {} answered {} rows in {} ms", stock, rows, (System.nanoTime() - t0) / 1_000_000);
         }
-        if (d != null && !morePages) {
+        if (a != null) {
+            learnFromIndex(index, a);
+        } else if (d != null && !morePages) {
             // A whole answer in one page: its latency is the query's, which the planner learns from.
+            // (The stock way's later pages carry Cassandra's paging state, which has no room for
+            // the query's progress: a paged stock answer is not learned from.)
             index.planner().observe(d.strategy(), rows, (System.nanoTime() - t0) / 1e6);
         }
         RangePlanner.Strategy answered = a != null ? RangePlanner.Strategy.INDEX : stock;
         double millis = (System.nanoTime() - began) / 1e6; // a switched query's included
         index.plans().record(new RangePlans.Plan(startedAt, answered, by, estimate, rows, millis, morePages));
         return answer;
+    }
+
+    /**
+     * The planner learns the index's cost from each query it answered whole, on the node that
+     * answers the last page: the rows of every page and their time on their coordinators.
+     */
+    private static void learnFromIndex(RangeIndex index, RangeRead.Answer a) {
+        if (a.last() && a.query() != null) {
+            index.planner()
+                    .observe(
+                            RangePlanner.Strategy.INDEX,
+                            a.query().rows(),
+                            a.query().nanos() / 1e6);
+        }
     }
 
     private static boolean plainRangeQuery(SelectStatement select, QueryOptions options) {

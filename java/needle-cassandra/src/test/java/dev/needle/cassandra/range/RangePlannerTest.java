@@ -87,4 +87,33 @@ class RangePlannerTest {
                 "a scan now costs less than the index's remaining rows");
         assertTrue(d.describe().startsWith("index for ~100 rows (expected: scan 400.1 index 2.4 ms)"), d.describe());
     }
+
+    /**
+     * The case of the range-mixes run at a million rows: the calibration (from 200,000 rows) put
+     * the index at 0.11 ms a row where it took about 0.04, so every medium range went to the scan,
+     * and a paged answer taught the planner nothing. Now a paged index answer is learned from
+     * (whole, on its last page): the first exploring query corrects the index's per-row cost, and
+     * every medium range after it goes to the index.
+     */
+    @Test
+    void oneExploredIndexQueryCorrectsAPerRowCostTooHigh() {
+        RangePlanner p = new RangePlanner(
+                Map.of(Strategy.INDEX, new double[] {25, 0.11}, Strategy.SCAN, new double[] {3300, 0.015}), 5, 16, 3);
+        EnumSet<Strategy> both = EnumSet.of(Strategy.INDEX, Strategy.SCAN);
+        for (int q = 0; q < 10; q++) { // short ranges: the index, as expected
+            RangePlanner.Decision d = p.choose(1_000, both);
+            assertEquals(Strategy.INDEX, d.strategy());
+            p.observe(d.strategy(), 1_000, 110 + 0.04 * 1_000);
+        }
+        StringBuilder medium = new StringBuilder();
+        for (int q = 0; q < 12; q++) {
+            RangePlanner.Decision d = p.choose(48_000, both);
+            medium.append(d.strategy().name().charAt(0));
+            double rows = 48_000;
+            p.observe(d.strategy(), rows, d.strategy() == Strategy.INDEX ? 110 + 0.04 * rows : 2400 + 0.003 * rows);
+        }
+        // Decision 16 explores the index (the 6th medium range); all after it choose the index.
+        assertEquals("SSSSSIIIIIII", medium.toString());
+        assertEquals(0.04, p.coefficients(Strategy.INDEX)[1], 0.01, "the index's cost per row, learned");
+    }
 }

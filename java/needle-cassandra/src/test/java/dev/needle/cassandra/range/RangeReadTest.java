@@ -26,23 +26,47 @@ class RangeReadTest {
         for (int i = 0; i < 1_000; i++) {
             EntryCursor.Position p =
                     new EntryCursor.Position(bytes(r, r.nextInt(20)), bytes(r, r.nextInt(20)), bytes(r, r.nextInt(3)));
-            ByteBuffer encoded = RangeRead.encode(p);
+            RangeRead.Progress progress =
+                    r.nextBoolean() ? null : new RangeRead.Progress(r.nextLong(1 << 40), r.nextLong(Long.MAX_VALUE));
+            ByteBuffer encoded = RangeRead.encode(p, progress);
             assertTrue(RangeRead.isIndexPosition(encoded));
             // As a driver hands it back: inside a larger buffer, at an offset.
             ByteBuffer framed = ByteBuffer.allocate(encoded.remaining() + 10);
             framed.position(5);
             framed.put(encoded.duplicate());
             framed.position(5).limit(5 + encoded.remaining());
-            assertEquals(p, RangeRead.decode(framed.slice()));
+            assertEquals(new RangeRead.Continuation(p, progress), RangeRead.decode(framed.slice()));
         }
         assertFalse(RangeRead.isIndexPosition(ByteBuffer.wrap(new byte[] {0, 0, 0, 0, 0, 0, 0, 42})));
         assertFalse(RangeRead.isIndexPosition(null));
     }
 
+    /** A page handed out before the progress was added (format 1) goes on, its progress unknown. */
+    @Test
+    void aFormat1PositionIsStillRead() {
+        EntryCursor.Position p = new EntryCursor.Position(
+                ByteBuffer.wrap(new byte[] {1, 2}), ByteBuffer.wrap(new byte[] {3}), ByteBuffer.allocate(0));
+        ByteBuffer v1 = ByteBuffer.allocate(4 + 3 * 4 + 3);
+        v1.put(new byte[] {'N', 'X', 'R', 1})
+                .putInt(2)
+                .put(new byte[] {1, 2})
+                .putInt(1)
+                .put((byte) 3)
+                .putInt(0);
+        v1.flip();
+        assertTrue(RangeRead.isIndexPosition(v1));
+        assertEquals(new RangeRead.Continuation(p, null), RangeRead.decode(v1));
+        ByteBuffer v9 = v1.duplicate();
+        v9.put(3, (byte) 9);
+        assertFalse(RangeRead.isIndexPosition(v9), "an unknown format is not taken for a position");
+    }
+
     @Test
     void aCorruptPositionIsAClearError() {
-        ByteBuffer encoded = RangeRead.encode(new EntryCursor.Position(
-                ByteBuffer.wrap(new byte[8]), ByteBuffer.wrap(new byte[8]), ByteBuffer.allocate(0)));
+        ByteBuffer encoded = RangeRead.encode(
+                new EntryCursor.Position(
+                        ByteBuffer.wrap(new byte[8]), ByteBuffer.wrap(new byte[8]), ByteBuffer.allocate(0)),
+                new RangeRead.Progress(5000, 123_456_789));
         ByteBuffer truncated = encoded.duplicate();
         truncated.limit(truncated.limit() - 5);
         InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> RangeRead.decode(truncated));
