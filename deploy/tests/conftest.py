@@ -14,7 +14,7 @@ sys.path.insert(0, str(DEPLOY))
 
 from needle_cluster import procs  # noqa: E402
 from needle_cluster.cluster import Cluster  # noqa: E402
-from needle_cluster.config import MARKER  # noqa: E402
+from needle_cluster.config import MARKER, jmx_port  # noqa: E402
 
 
 def run(cluster_dir, *args, env=None, timeout=600):
@@ -61,7 +61,7 @@ def assert_all_gone(cluster_dir, pids, nodes):
         )
     assert node_processes(cluster_dir) == []
     for i in range(1, nodes + 1):
-        for host, port in ((f"127.0.0.{i}", 9042), (f"127.0.0.{i}", 7000), ("127.0.0.1", 7199 + (i - 1) * 10)):
+        for host, port in ((f"127.0.0.{i}", 9042), (f"127.0.0.{i}", 7000), ("127.0.0.1", jmx_port(i))):
             assert not procs.port_open(host, port), f"{host}:{port} still open"
             assert procs.port_free(host, port), f"{host}:{port} still bound"
 

@@ -1,5 +1,6 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.node.CoordinatorCheck;
 import dev.needle.cassandra.node.NodeFilters;
 import dev.needle.cassandra.range.RangeStatements;
 import dev.needle.cassandra.storage.StorageFilter;
@@ -44,7 +45,7 @@ import org.apache.cassandra.utils.MD5Digest;
  *   <li>with node filters on ({@code node_filter}), on any coordinator, at ONE and LOCAL_ONE (and
  *       QUORUM and LOCAL_QUORUM if the table opts in), when every replica the read could go to
  *       reports no live data, from this node's filter or a copy younger than the staleness bound
- *       ({@link NodeFilters#check}).
+ *       ({@link CoordinatorCheck#check}).
  * </ul>
  *
  * A range SELECT on a column with a {@link NeedleRangeIndex} is answered from that index, and a
@@ -299,18 +300,18 @@ public final class NeedleQueryHandler implements QueryHandler {
             boolean wholePartitions) {
         NeedleMetrics m = table.metrics();
         Map<ByteBuffer, List<UUID>> remoteLive = null;
-        NodeFilters.Verdict passed = null;
+        CoordinatorCheck.Verdict passed = null;
         StringBuilder trace = Tracing.isTracing() ? new StringBuilder() : null;
         for (int i = 0; i < tokens.length; i++) {
-            NodeFilters.Check c = NodeFilters.instance.check(
+            CoordinatorCheck.Check c = NodeFilters.instance.check(
                     table, select.table, keys.get(i), tokens[i], cl, nowInSec, trace != null);
             if (trace != null) {
                 trace.append(trace.length() == 0 ? "" : "; ").append(c.detail());
             }
-            if (c.verdict() == NodeFilters.Verdict.SKIP) {
+            if (c.verdict() == CoordinatorCheck.Verdict.SKIP) {
                 continue;
             }
-            if (passed == null || passed == NodeFilters.Verdict.LIVE) {
+            if (passed == null || passed == CoordinatorCheck.Verdict.LIVE) {
                 passed = c.verdict(); // a stale or not-ready copy is the more telling reason
             }
             if (!c.liveOwners().isEmpty()) {

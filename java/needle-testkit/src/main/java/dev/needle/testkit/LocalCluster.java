@@ -4,6 +4,8 @@ import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.config.DefaultDriverOption;
 import com.datastax.oss.driver.api.core.config.DriverConfigLoader;
 import com.datastax.oss.driver.api.core.config.ProgrammaticDriverConfigLoaderBuilder;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -425,9 +427,17 @@ public final class LocalCluster implements AutoCloseable {
         }
     }
 
-    private static JMXConnector jmx(int node) throws IOException {
-        return JMXConnectorFactory.connect(
-                new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:" + (7199 + (node - 1) * 10) + "/jmxrmi"));
+    /** A JMX connection to a node, at the port the cluster tool gave it (cluster.json's ports.jmx). */
+    private JMXConnector jmx(int node) throws IOException {
+        JsonNode ports = new ObjectMapper()
+                .readTree(dir.resolve("cluster.json").toFile())
+                .path("ports")
+                .path("jmx");
+        if (node < 1 || node > ports.size()) {
+            throw new IOException("no JMX port for node " + node + " in " + dir.resolve("cluster.json"));
+        }
+        return JMXConnectorFactory.connect(new JMXServiceURL(
+                "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + ports.get(node - 1).asInt() + "/jmxrmi"));
     }
 
     /**

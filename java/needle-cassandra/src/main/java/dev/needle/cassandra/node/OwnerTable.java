@@ -16,7 +16,7 @@ import org.apache.cassandra.utils.FBUtilities;
 /**
  * One table's node filter on its owner: the storage filter's keys, published. It hears from the
  * storage filter of every key that may have become live or dead ({@link KeyEvents}) and decides
- * whether the published set changes; the {@link NodeFilters publisher} sends the changes, the
+ * whether the published set changes; the {@link Publisher} sends the changes, the
  * snapshots and the heartbeats.
  *
  * <p>An epoch starts from the data (every key of the live SSTables and memtables that the
@@ -125,7 +125,7 @@ final class OwnerTable implements KeyEvents {
 
     /**
      * How long changes may wait for more to share their message while batches follow each other
-     * closely: a twentieth of the staleness bound S, between {@link NodeFilters#BATCH_MILLIS} and
+     * closely: a twentieth of the staleness bound S, between {@link Publisher#BATCH_MILLIS} and
      * {@link #MAX_HOLD_MILLIS}. A larger S buys a cheaper sync: fewer, fuller messages.
      */
     long holdMillis() {
@@ -133,7 +133,7 @@ final class OwnerTable implements KeyEvents {
     }
 
     static long holdMillis(long stalenessMillis) {
-        return Math.max(NodeFilters.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 20));
+        return Math.max(Publisher.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 20));
     }
 
     static final long MAX_HOLD_MILLIS = 1000;
@@ -144,7 +144,7 @@ final class OwnerTable implements KeyEvents {
      * Whether the queued changes go out now, as Nagle's algorithm decides for small packets: every
      * batch costs one message and its response to every other node (about 180 bytes), whatever it
      * carries (about 9 bytes per change). A change after a quiet spell goes at once (the next
-     * publisher round, within {@link NodeFilters#BATCH_MILLIS}); while changes stream in, they
+     * publisher round, within {@link Publisher#BATCH_MILLIS}); while changes stream in, they
      * gather until {@link #FULL_BATCH} of them wait or {@code holdMillis} has passed since the
      * last batch. They also go before a heartbeat, which must never say the owner is further on
      * than the batches sent (a copy would wait for the gap to close).
@@ -187,6 +187,18 @@ final class OwnerTable implements KeyEvents {
     @Override
     public void arriving(long hash) {
         filter.publish(hash);
+    }
+
+    /**
+     * A request from a coordinator, through the sync keyspace: "snapshot" (a copy needs one) or
+     * "verify" (a read its copy called live found {@code key} empty: check it).
+     */
+    void requested(String kind, ByteBuffer key) {
+        if ("snapshot".equals(kind)) {
+            snapshotWanted = true;
+        } else if ("verify".equals(kind) && key != null && key.hasRemaining()) {
+            storage.readFoundNothing(key);
+        }
     }
 
     /** Whether {@code published} keys outgrew the last snapshot's room (the copies' filters would fill). */

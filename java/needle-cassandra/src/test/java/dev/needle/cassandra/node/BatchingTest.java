@@ -17,7 +17,7 @@ class BatchingTest {
     void theHoldIsATwentiethOfTheStalenessBoundWithinItsLimits() {
         assertEquals(50, OwnerTable.holdMillis(1000));
         assertEquals(25, OwnerTable.holdMillis(500));
-        assertEquals(NodeFilters.BATCH_MILLIS, OwnerTable.holdMillis(60));
+        assertEquals(Publisher.BATCH_MILLIS, OwnerTable.holdMillis(60));
         assertEquals(OwnerTable.MAX_HOLD_MILLIS, OwnerTable.holdMillis(3_600_000));
         assertEquals(500, OwnerTable.beatIntervalMillis(1000));
     }
@@ -65,7 +65,7 @@ class BatchingTest {
             double longestWait = 0;
             long longestSilence = 0;
             long seconds = 60;
-            for (long now = 0; now < seconds * 1000; now += NodeFilters.BATCH_MILLIS) {
+            for (long now = 0; now < seconds * 1000; now += Publisher.BATCH_MILLIS) {
                 while (nextArrival <= now) {
                     queue.add(nextArrival);
                     nextArrival += -Math.log(1 - r.nextDouble()) * 1000 / perSecond;
@@ -88,7 +88,7 @@ class BatchingTest {
                 }
             }
             String at = perSecond + "/s: ";
-            assertTrue(longestWait <= hold + NodeFilters.BATCH_MILLIS, at + "a change waited " + longestWait + " ms");
+            assertTrue(longestWait <= hold + Publisher.BATCH_MILLIS, at + "a change waited " + longestWait + " ms");
             assertTrue(longestSilence <= BEAT, at + "the owner was silent for " + longestSilence + " ms");
             double perBatch = (double) changes / batches;
             if (perSecond >= 500) {

@@ -1,0 +1,257 @@
+package dev.needle.cassandra.node;
+
+import dev.needle.cassandra.storage.StorageFilter;
+import dev.needle.filter.Hashing;
+import dev.needle.filter.KeyFilter;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.cassandra.gms.Gossiper;
+import org.apache.cassandra.locator.InetAddressAndPort;
+import org.apache.cassandra.service.StorageService;
+import org.apache.cassandra.utils.FBUtilities;
+import org.apache.cassandra.utils.NoSpamLogger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The owner's side of node filters: one thread that, every {@link #BATCH_MILLIS} ms, publishes
+ * for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
+ * epoch, then batches of changes as they come ({@link OwnerTable#batchDue}), and heartbeats
+ * ({@link OwnerTable#beatDue}), all as writes to {@link SyncKeyspace}, whose replicas are every
+ * node. Between rounds it has the copies that need a snapshot ask their owners for one.
+ */
+final class Publisher {
+    private static final Logger logger = LoggerFactory.getLogger(Publisher.class);
+    private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, TimeUnit.MINUTES);
+
+    /** Snapshot bytes per row of the sync keyspace. */
+    static final int CHUNK_BYTES = 1 << 20;
+    /** The publisher's round: changes wait at least this long to be sent, and more while they stream in ({@link OwnerTable#batchDue}). */
+    static final long BATCH_MILLIS = 5;
+    /** An owner sends at most one asked-for snapshot of a table this often. */
+    static final long SNAPSHOT_INTERVAL_MILLIS = 1000;
+
+    private final Map<UUID, OwnerTable> owners;
+    private final Copies copies;
+    private Thread thread;
+    private volatile boolean keyspaceChecked;
+    /** Nodes that start together do not all create the keyspace at once: the first attempt waits 1 to 5 s. */
+    private long lastCreateAttempt = System.currentTimeMillis()
+            - 4000
+            + java.util.concurrent.ThreadLocalRandom.current().nextLong(4000);
+
+    Publisher(Map<UUID, OwnerTable> owners, Copies copies) {
+        this.owners = owners;
+        this.copies = copies;
+    }
+
+    /** Starts the publishing thread, once (the first table with node filters on starts it). */
+    synchronized void start() {
+        if (thread == null) {
+            thread = new Thread(this::run, "needle-node-filter-publisher");
+            thread.setDaemon(true);
+            thread.start();
+        }
+    }
+
+    private void run() {
+        long lastMaintenance = 0;
+        while (true) {
+            try {
+                UUID me = NodeFilters.localHost();
+                if (me != null && !stopping() && peersKnown() && keyspaceReady()) {
+                    for (OwnerTable o : owners.values()) {
+                        try {
+                            publish(me, o);
+                        } catch (RuntimeException | IOException e) {
+                            o.published = false; // start over: copies stop trusting us meanwhile
+                            noSpam.warn(
+                                    "Needle could not publish the node filter of {}: {}", o.name(), e.toString(), e);
+                        }
+                    }
+                    long now = System.currentTimeMillis();
+                    if (now - lastMaintenance >= 250) {
+                        lastMaintenance = now;
+                        copies.askForSnapshots(me, now);
+                    }
+                }
+                Thread.sleep(BATCH_MILLIS);
+            } catch (InterruptedException e) {
+                return;
+            } catch (Throwable t) {
+                noSpam.error("Needle's node-filter publisher failed; it goes on", t);
+            }
+        }
+    }
+
+    /**
+     * Whether the node is draining or shut down. Nothing is published then: a drain closes the
+     * internode connections once their queues are empty, and a publisher that kept writing would
+     * keep them from emptying until the drain's timeout (a minute). Copies elsewhere stop trusting
+     * this node within S, as when it dies.
+     */
+    private static boolean stopping() {
+        StorageService ss = StorageService.instance;
+        return ss.isDraining() || ss.isDrained() || ss.isShutdown();
+    }
+
+    private boolean peersKnown;
+
+    /**
+     * Whether this node has joined the ring and gossip has heard of every node in it: before that,
+     * a write to the sync keyspace makes Cassandra's failure detector log an error for each node
+     * it does not know yet.
+     */
+    private boolean peersKnown() {
+        if (peersKnown) {
+            return true;
+        }
+        if (!StorageService.instance.isJoined()) {
+            return false; // the ring is not loaded yet: it would look empty
+        }
+        for (InetAddressAndPort ep : StorageService.instance.getTokenMetadata().getAllEndpoints()) {
+            if (Gossiper.instance.getEndpointStateForEndpoint(ep) == null) {
+                return false;
+            }
+        }
+        peersKnown = true;
+        return true;
+    }
+
+    /** Whether the sync keyspace exists here; creates it (at most every few seconds) if not. */
+    private boolean keyspaceReady() {
+        if (keyspaceChecked && SyncKeyspace.exists()) {
+            return true;
+        }
+        if (SyncKeyspace.exists()) {
+            keyspaceChecked = true;
+            return true;
+        }
+        long now = System.currentTimeMillis();
+        if (now - lastCreateAttempt < 5000 || !StorageService.instance.isJoined()) {
+            return false;
+        }
+        lastCreateAttempt = now;
+        try {
+            SyncKeyspace.create();
+            logger.info("Needle created the {} keyspace for node filters", SyncKeyspace.NAME);
+        } catch (RuntimeException e) {
+            noSpam.warn(
+                    "Needle could not create the {} keyspace ({}); node filters wait for it. Create it with the CQL"
+                            + " in docs/node-filters.md if this persists",
+                    SyncKeyspace.NAME,
+                    e.toString());
+        }
+        return SyncKeyspace.exists();
+    }
+
+    private void publish(UUID me, OwnerTable o) throws IOException {
+        long now = System.currentTimeMillis();
+        StorageFilter s = o.storage;
+        if (!s.isReady()) {
+            beat(me, o, now, false);
+            return;
+        }
+        long generation = s.unseenGeneration();
+        if (!o.published || generation != o.epochGeneration || o.filter.overflowed()) {
+            startEpoch(me, o, generation);
+            return;
+        }
+        boolean beatDue = o.beatDue(now, o.ready());
+        OwnerFilter.Batch b = OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())
+                ? o.filter.drain()
+                : null;
+        if (b != null) {
+            o.lastBatchMillis = now;
+            if (s.unseenGeneration() != generation) {
+                return; // this epoch is over: the next round starts a new one
+            }
+            ByteBuffer blob = SyncCodec.encode(b.hashes(), b.removals());
+            o.bytesSent.addAndGet(blob.remaining());
+            o.batchBytesSent.addAndGet(blob.remaining());
+            o.changesSent.addAndGet(b.size());
+            SyncKeyspace.writeBatch(me, o.table, b, blob);
+        }
+        if (o.outgrown(o.filter.publishedCount())) {
+            sendSnapshot(me, o, false, OwnerTable.GROWTH_HEADROOM);
+        } else if (o.snapshotWanted && now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS) {
+            sendSnapshot(me, o, false, OwnerTable.HEADROOM);
+        }
+        beat(me, o, now, o.ready());
+    }
+
+    private void beat(UUID me, OwnerTable o, long now, boolean ready) {
+        if (!o.beatDue(now, ready && o.ready())) {
+            return;
+        }
+        OwnerFilter.Position p = o.filter.position();
+        // Checked after the position is taken: data unseen by then makes the claim false.
+        boolean claim = ready && o.ready();
+        SyncKeyspace.writeBeat(me, o.table, p.epoch(), p.seq(), p.atMillis(), claim);
+        o.lastBeatMillis = now;
+        o.lastBeatEpoch = p.epoch();
+        o.lastBeatClaim = claim;
+    }
+
+    /**
+     * A new epoch: the published set is rebuilt from the data (every key the storage filter calls
+     * live, while the write path reports new ones as they come), then sent as a snapshot.
+     */
+    private void startEpoch(UUID me, OwnerTable o, long generation) throws IOException {
+        o.published = false;
+        long started = System.currentTimeMillis();
+        o.filter.newEpoch();
+        o.epochGeneration = generation;
+        long nowInSec = FBUtilities.nowInSeconds();
+        o.storage.forEachKey(key -> {
+            long hash = Hashing.hash(key);
+            o.filter.decide(hash, () -> o.live(key, nowInSec));
+        });
+        if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
+            return; // something arrived unseen meanwhile: the next round starts again
+        }
+        sendSnapshot(me, o, true, OwnerTable.HEADROOM);
+        o.published = true;
+        o.epochsStarted.incrementAndGet();
+        o.lastBeatMillis = 0; // say "ready" at once
+        beat(me, o, System.currentTimeMillis(), true);
+        logger.debug(
+                "Needle node filter of {}: epoch {} published, {} keys, in {} ms",
+                o.name(),
+                o.filter.epoch(),
+                o.filter.publishedCount(),
+                System.currentTimeMillis() - started);
+    }
+
+    private void sendSnapshot(UUID me, OwnerTable o, boolean firstOfEpoch, double headroom) throws IOException {
+        OwnerFilter.Snapshot snap = o.filter.snapshot(firstOfEpoch);
+        // Within an epoch a snapshot has no less room than the last one gave the copies.
+        KeyFilter f = o.snapshotFilter(snap.hashes(), headroom, firstOfEpoch ? 0 : o.snapshotCapacity);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        f.writeTo(out);
+        byte[] bytes = out.toByteArray();
+        int chunks = Math.max(1, (bytes.length + CHUNK_BYTES - 1) / CHUNK_BYTES);
+        for (int i = 0; i < chunks; i++) {
+            int from = i * CHUNK_BYTES;
+            int len = Math.min(CHUNK_BYTES, bytes.length - from);
+            SyncKeyspace.writeSnapshotChunk(
+                    me,
+                    o.table,
+                    snap.epoch(),
+                    snap.seq(),
+                    i,
+                    chunks,
+                    snap.cutMillis(),
+                    o.options.filter.name().toLowerCase(java.util.Locale.ROOT),
+                    ByteBuffer.wrap(bytes, from, len));
+        }
+        o.bytesSent.addAndGet(bytes.length);
+        o.snapshotsSent.incrementAndGet();
+        o.snapshotWanted = false;
+        o.lastSnapshotMillis = System.currentTimeMillis();
+    }
+}
