@@ -49,7 +49,7 @@ class SkipReadIT {
     private static boolean skippedPerTrace(ResultSet rs) {
         ExecutionInfo info = rs.getExecutionInfo();
         List<TraceEvent> events = info.getQueryTrace().getEvents();
-        return events.stream().anyMatch(e -> NeedleQueryHandler.TRACE_SKIPPED.equals(e.getActivity()));
+        return events.stream().anyMatch(e -> PointRead.TRACE_SKIPPED.equals(e.getActivity()));
     }
 
     @Test
