@@ -1,8 +1,9 @@
 package dev.needle.cassandra;
 
 import com.codahale.metrics.Counter;
-import dev.needle.cassandra.storage.StorageFilter;
+import dev.needle.cassandra.storage.FilterStats;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 
 /**
@@ -44,9 +45,15 @@ public final class NeedleMetrics {
     public final Counter nodePassedNotEligible;
 
     private final MetricGroup metrics;
+    private final OneReading stats;
 
-    public NeedleMetrics(String keyspace, String table, String index, StorageFilter filter) {
+    /**
+     * @param stats the table's storage-filter numbers (each call reads every SSTable's filter: the
+     *     gauges share one reading per second, as a scrape reads them all at once)
+     */
+    public NeedleMetrics(String keyspace, String table, String index, Supplier<FilterStats> stats) {
         this.metrics = new MetricGroup(TYPE, keyspace, table);
+        this.stats = new OneReading(stats);
         lookupsSkipped = counter("LookupsSkipped");
         lookupsPassed = counter("LookupsPassed");
         emptyAfterLive = counter("EmptyReadsAfterLive");
@@ -62,24 +69,47 @@ public final class NeedleMetrics {
         nodePassedStale = counter("NodePassedStale");
         nodePassedNotReady = counter("NodePassedNotReady");
         nodePassedNotEligible = counter("NodePassedNotEligible");
-        gauge("Ready", filter, s -> s.ready() ? 1 : 0);
-        gauge("FilterBytes", filter, StorageFilter.Stats::filterBytes);
-        gauge("LiveKeys", filter, StorageFilter.Stats::liveKeys);
-        gauge("DeletedKeys", filter, StorageFilter.Stats::deletedKeys);
-        gauge("MemtableKeys", filter, StorageFilter.Stats::memtableKeys);
-        gauge("PartitionTombstones", filter, StorageFilter.Stats::partitionTombstones);
-        gauge("ProvenDeadKeys", filter, StorageFilter.Stats::provenDeadKeys);
-        gauge("SSTablesWithFilter", filter, StorageFilter.Stats::sstablesWithFilter);
-        gauge("SSTablesWithoutFilter", filter, StorageFilter.Stats::sstablesWithoutFilter);
-        gauge("UntrackedMemtables", filter, StorageFilter.Stats::untrackedMemtables);
+        gauge("Ready", s -> s.ready() ? 1 : 0);
+        gauge("FilterBytes", FilterStats::filterBytes);
+        gauge("LiveKeys", FilterStats::liveKeys);
+        gauge("DeletedKeys", FilterStats::deletedKeys);
+        gauge("MemtableKeys", FilterStats::memtableKeys);
+        gauge("PartitionTombstones", FilterStats::partitionTombstones);
+        gauge("ProvenDeadKeys", FilterStats::provenDeadKeys);
+        gauge("SSTablesWithFilter", FilterStats::sstablesWithFilter);
+        gauge("SSTablesWithoutFilter", FilterStats::sstablesWithoutFilter);
+        gauge("UntrackedMemtables", FilterStats::untrackedMemtables);
     }
 
     private Counter counter(String metric) {
         return metrics.counter(metric);
     }
 
-    private void gauge(String metric, StorageFilter filter, ToLongFunction<StorageFilter.Stats> value) {
-        metrics.gauge(metric, () -> value.applyAsLong(filter.stats()));
+    private void gauge(String metric, ToLongFunction<FilterStats> value) {
+        metrics.gauge(metric, () -> value.applyAsLong(stats.get()));
+    }
+
+    /** The last reading of the stats, taken again when it is a second old. */
+    private static final class OneReading {
+        private static final long MAX_AGE_NANOS = 1_000_000_000L;
+        private final Supplier<FilterStats> source;
+        private volatile FilterStats last;
+        private volatile long takenAt;
+
+        OneReading(Supplier<FilterStats> source) {
+            this.source = source;
+        }
+
+        FilterStats get() {
+            FilterStats s = last;
+            long now = System.nanoTime();
+            if (s == null || now - takenAt > MAX_AGE_NANOS) {
+                s = source.get();
+                last = s;
+                takenAt = now;
+            }
+            return s;
+        }
     }
 
     /** Registers a gauge of this table under {@code metric} (replacing one of that name), released with the others. */

@@ -1,24 +1,35 @@
 package dev.needle.cassandra;
 
 import dev.needle.cassandra.storage.StorageFilter;
+import java.util.Collection;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.cassandra.schema.TableId;
 
-/** The storage filter of each indexed table on this node, where the query handler finds it. */
-final class NeedleRegistry {
+/**
+ * The storage filter of each table with a Needle index on this node: where the query handler finds
+ * it for a read, and the virtual tables list them. An index puts its filter here when Cassandra
+ * registers it and removes it when it goes.
+ */
+public final class NeedleRegistry {
     private static final ConcurrentHashMap<TableId, StorageFilter> TABLES = new ConcurrentHashMap<>();
 
     private NeedleRegistry() {}
 
-    static void put(TableId id, StorageFilter state) {
-        TABLES.put(id, state);
+    static void put(TableId id, StorageFilter filter) {
+        TABLES.put(id, filter);
     }
 
-    static void remove(TableId id, StorageFilter state) {
-        TABLES.remove(id, state);
+    static void remove(TableId id, StorageFilter filter) {
+        TABLES.remove(id, filter);
     }
 
-    /** The state of a table, or null when it has no Needle index on this node. */
+    /** Every table's storage filter on this node. */
+    public static Collection<StorageFilter> all() {
+        return List.copyOf(TABLES.values());
+    }
+
+    /** The storage filter of a table, or null when it has no Needle index on this node. */
     static StorageFilter get(TableId id) {
         return TABLES.get(id);
     }

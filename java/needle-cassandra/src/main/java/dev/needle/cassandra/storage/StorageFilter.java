@@ -83,8 +83,8 @@ public final class StorageFilter {
         this.scans = new SSTableScans(this);
         this.changes = new SSTableChanges(this);
         this.writes = new WritePath(this);
-        this.metrics =
-                new NeedleMetrics(cfs.keyspace.getName(), cfs.name, indexName, this); // last: its gauges read the rest
+        this.metrics = new NeedleMetrics(
+                cfs.keyspace.getName(), cfs.name, indexName, this::stats); // last: its gauges read the rest
         Faults.install();
     }
 
@@ -725,6 +725,11 @@ public final class StorageFilter {
         return options;
     }
 
+    /** The name of the Needle index this filter belongs to. */
+    public String indexName() {
+        return indexName;
+    }
+
     public String keyspace() {
         return cfs.keyspace.getName();
     }
@@ -744,7 +749,7 @@ public final class StorageFilter {
     // ---- statistics --------------------------------------------------------------------------
 
     /** Numbers for metrics and the virtual table; each reads one view. */
-    public Stats stats() {
+    public FilterStats stats() {
         TableView v = view;
         long bytes = 0, live = 0, deleted = 0, tombstones = 0, memKeys = 0;
         for (SSTableKeys k : v.sstableArray()) {
@@ -756,7 +761,7 @@ public final class StorageFilter {
         for (MemtableKeys m : v.memtables) {
             memKeys += m.size();
         }
-        return new Stats(
+        return new FilterStats(
                 v.ready(),
                 bytes,
                 live,
@@ -768,17 +773,4 @@ public final class StorageFilter {
                 v.unknown.size(),
                 v.untracked.size());
     }
-
-    /** One table's storage-filter numbers at one moment. */
-    public record Stats(
-            boolean ready,
-            long filterBytes,
-            long liveKeys,
-            long deletedKeys,
-            long memtableKeys,
-            long partitionTombstones,
-            long provenDeadKeys,
-            long sstablesWithFilter,
-            long sstablesWithoutFilter,
-            long untrackedMemtables) {}
 }

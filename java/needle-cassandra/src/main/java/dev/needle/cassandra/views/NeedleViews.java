@@ -1,16 +1,14 @@
 package dev.needle.cassandra.views;
 
-import dev.needle.cassandra.NeedleIndex;
 import dev.needle.cassandra.NeedleMetrics;
+import dev.needle.cassandra.NeedleRegistry;
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.storage.FilterStats;
 import dev.needle.cassandra.storage.StorageFilter;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.marshal.BooleanType;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.marshal.DoubleType;
@@ -25,7 +23,6 @@ import org.apache.cassandra.db.virtual.VirtualKeyspaceRegistry;
 import org.apache.cassandra.db.virtual.VirtualTable;
 import org.apache.cassandra.dht.LocalPartitioner;
 import org.apache.cassandra.exceptions.InvalidRequestException;
-import org.apache.cassandra.index.Index;
 import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableId;
 import org.apache.cassandra.schema.TableMetadata;
@@ -72,25 +69,6 @@ public final class NeedleViews {
         }
     }
 
-    /** Every Needle index of this node, with its table. */
-    static List<NeedleIndex> indexes() {
-        List<NeedleIndex> out = new ArrayList<>();
-        for (String ks : Schema.instance.getUserKeyspaces()) {
-            Keyspace keyspace = Schema.instance.getKeyspaceInstance(ks);
-            if (keyspace == null) {
-                continue;
-            }
-            for (ColumnFamilyStore cfs : keyspace.getColumnFamilyStores()) {
-                for (Index i : cfs.indexManager.listIndexes()) {
-                    if (i instanceof NeedleIndex n) {
-                        out.add(n);
-                    }
-                }
-            }
-        }
-        return out;
-    }
-
     static final class StorageFilters extends AbstractVirtualTable {
         StorageFilters() {
             super(TableMetadata.builder(KEYSPACE, "storage_filters")
@@ -121,11 +99,10 @@ public final class NeedleViews {
         @Override
         public DataSet data() {
             SimpleDataSet rows = new SimpleDataSet(metadata());
-            for (NeedleIndex index : indexes()) {
-                StorageFilter f = index.filter();
-                StorageFilter.Stats s = f.stats();
+            for (StorageFilter f : NeedleRegistry.all()) {
+                FilterStats s = f.stats();
                 NeedleMetrics m = f.metrics();
-                rows.row(f.keyspace(), f.table(), index.getIndexMetadata().name)
+                rows.row(f.keyspace(), f.table(), f.indexName())
                         .column("filter", f.options().filter.name().toLowerCase(java.util.Locale.ROOT))
                         .column("fp_rate", f.options().fpRate)
                         .column("ready", s.ready())
@@ -181,8 +158,7 @@ public final class NeedleViews {
             String table = UTF8Type.instance.compose(parts[1]);
             String keyText = UTF8Type.instance.compose(parts[2]);
             int line = 0;
-            for (NeedleIndex index : indexes()) {
-                StorageFilter f = index.filter();
+            for (StorageFilter f : NeedleRegistry.all()) {
                 if (!f.keyspace().equals(ks) || !f.table().equals(table)) {
                     continue;
                 }
@@ -195,7 +171,7 @@ public final class NeedleViews {
                 }
                 for (String[] l : f.explain(key, FBUtilities.nowInSeconds())) {
                     rows.row(ks, table, keyText, line++)
-                            .column("index_name", index.getIndexMetadata().name)
+                            .column("index_name", f.indexName())
                             .column("source", l[0])
                             .column("state", l[1])
                             .column("detail", l[2]);
