@@ -49,7 +49,8 @@ public final class NeedleMetrics {
 
     /**
      * @param stats the table's storage-filter numbers (each call reads every SSTable's filter: the
-     *     gauges share one reading per second, as a scrape reads them all at once)
+     *     gauges share one reading for 100 ms, so that a scrape, which reads them all at once, reads
+     *     them once and sees one moment)
      */
     public NeedleMetrics(String keyspace, String table, String index, Supplier<FilterStats> stats) {
         this.metrics = new MetricGroup(TYPE, keyspace, table);
@@ -89,9 +90,9 @@ public final class NeedleMetrics {
         metrics.gauge(metric, () -> value.applyAsLong(stats.get()));
     }
 
-    /** The last reading of the stats, taken again when it is a second old. */
+    /** The last reading of the stats, taken again when it is 100 ms old. */
     private static final class OneReading {
-        private static final long MAX_AGE_NANOS = 1_000_000_000L;
+        private static final long MAX_AGE_NANOS = 100_000_000L;
         private final Supplier<FilterStats> source;
         private volatile FilterStats last;
         private volatile long takenAt;
