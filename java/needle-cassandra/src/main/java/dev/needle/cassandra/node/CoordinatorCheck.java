@@ -144,7 +144,7 @@ public final class CoordinatorCheck {
                 continue;
             }
             NodeCopy copy = tableCopies == null ? null : tableCopies.get(r.endpoint());
-            NodeCopy.View v = copy == null ? null : copy.view();
+            NodeCopy.Epoch v = copy == null ? null : copy.current();
             if (v == null) {
                 return answer(Verdict.STALE, explain, r.endpoint() + ": no copy");
             }

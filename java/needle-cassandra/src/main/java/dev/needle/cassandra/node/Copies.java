@@ -90,7 +90,7 @@ final class Copies {
         long now = System.currentTimeMillis();
         long max = -1;
         for (NodeCopy copy : of(table).values()) {
-            NodeCopy.View v = copy.view();
+            NodeCopy.Epoch v = copy.current();
             max = Math.max(max, v == null ? Long.MAX_VALUE : now - v.freshMillis);
         }
         return max;

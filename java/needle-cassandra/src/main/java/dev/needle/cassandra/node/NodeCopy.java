@@ -16,13 +16,13 @@ import java.util.TreeMap;
  * (invariant 5a), so a removal only ever removes what the copy holds. Changes that arrive early
  * wait for the ones before them; a change of another epoch waits for that epoch's snapshot.
  *
- * <p>Trust: the owner's clock time up to which every change is applied ({@link View#freshMillis})
+ * <p>Trust: the owner's clock time up to which every change is applied ({@link Epoch#freshMillis})
  * is known from the snapshot's and the batches' cut times and from heartbeats whose sequence
  * number the copy has reached. A coordinator skips on the copy's word only while that time is
  * within the staleness bound S of now, the owner says its filter is ready, and the copy is of the
  * owner's current epoch (invariant 5b, 5d).
  *
- * <p>Updates are serialized by this object's lock; lookups read {@link #view()} without locking.
+ * <p>Updates are serialized by this object's lock; lookups read {@link #current()} without locking.
  */
 final class NodeCopy {
     /** Batches waiting for earlier ones (or for their epoch's snapshot) beyond this many: the copy asks for a snapshot. */
@@ -35,8 +35,8 @@ final class NodeCopy {
 
     static final int RECENT_CHANGES = 1 << 14;
 
-    /** What lookups read: one epoch's filter and how fresh it is. */
-    static final class View {
+    /** What lookups read: one epoch of the owner's filter, and how fresh it is. */
+    static final class Epoch {
         final KeyFilter filter;
         final long epoch;
         /** Owner time before which every change is applied. */
@@ -44,7 +44,7 @@ final class NodeCopy {
         /** The owner's filter is ready, and the copy is of its current epoch and complete. */
         volatile boolean usable;
 
-        View(KeyFilter filter, long epoch, long freshMillis) {
+        Epoch(KeyFilter filter, long epoch, long freshMillis) {
             this.filter = filter;
             this.epoch = epoch;
             this.freshMillis = freshMillis;
@@ -59,10 +59,10 @@ final class NodeCopy {
     /** The owner's host id. */
     final java.util.UUID owner;
 
-    private volatile View view;
+    private volatile Epoch current;
 
     // Guarded by this.
-    private long applied = -1; // sequence number the view is current at
+    private long applied = -1; // sequence number the current epoch is at
     /** Batches not applied yet, by epoch, then by first sequence number. */
     private final Map<Long, TreeMap<Long, OwnerFilter.Batch>> pending = new java.util.HashMap<>();
 
@@ -75,7 +75,7 @@ final class NodeCopy {
     private boolean broken;
     private long lastChange;
     /**
-     * The last batches applied to the view (at most {@link #RECENT_BATCHES} batches and {@link
+     * The last batches applied to the current epoch (at most {@link #RECENT_BATCHES} batches and {@link
      * #RECENT_CHANGES} changes), to apply again to a snapshot that they overtook.
      */
     private final ArrayDeque<OwnerFilter.Batch> recent = new ArrayDeque<>();
@@ -86,9 +86,9 @@ final class NodeCopy {
         this.owner = owner;
     }
 
-    /** The current view, or null before the first snapshot. */
-    View view() {
-        return view;
+    /** The epoch lookups read now, or null before the first snapshot. */
+    Epoch current() {
+        return current;
     }
 
     /**
@@ -102,7 +102,7 @@ final class NodeCopy {
      * all there, a full copy takes it at its own sequence number and asks for the rest (a gap).
      */
     synchronized void snapshot(long epoch, long seq, long cutMillis, KeyFilter filter, long nowMillis) {
-        View v = view;
+        Epoch v = current;
         if (epoch < beatEpoch || (v != null && epoch < v.epoch)) {
             return;
         }
@@ -122,20 +122,20 @@ final class NodeCopy {
         long before = applied;
         applied = seq;
         broken = false;
-        View next = new View(filter, epoch, cutMillis);
+        Epoch next = new Epoch(filter, epoch, cutMillis);
         recent.clear();
         recentChanges = 0;
         for (OwnerFilter.Batch b : replay) {
             apply(next, b);
         }
         if (v != null && v.epoch == epoch && applied == before) {
-            next.freshMillis = Math.max(next.freshMillis, v.freshMillis); // the same changes as the view it replaces
+            next.freshMillis = Math.max(next.freshMillis, v.freshMillis); // the same changes as the epoch it replaces
         } else if (v != null && v.epoch == epoch && applied < before) {
             // A gap: the owner was at `before` by then. Like a heartbeat ahead, it makes the copy
             // ask for a snapshot, and counts toward freshness once the copy gets there.
             beatsAhead.merge(before, v.freshMillis, Math::max);
         }
-        view = next;
+        current = next;
         lastChange = nowMillis;
         if (epoch > beatEpoch) {
             beatsAhead.clear(); // of an older epoch
@@ -165,9 +165,9 @@ final class NodeCopy {
 
     /** A batch of changes arrived (perhaps out of order, perhaps twice, perhaps before its epoch's snapshot). */
     synchronized void batch(OwnerFilter.Batch b, long nowMillis) {
-        View v = view;
-        long current = Math.max(beatEpoch, v == null ? -1 : v.epoch);
-        if (b.epoch() < current || (v != null && b.epoch() == v.epoch && b.seqEnd() <= applied)) {
+        Epoch v = current;
+        long newest = Math.max(beatEpoch, v == null ? -1 : v.epoch);
+        if (b.epoch() < newest || (v != null && b.epoch() == v.epoch && b.seqEnd() <= applied)) {
             return; // of an epoch the owner has left, or applied already
         }
         if (v != null && b.epoch() == v.epoch && b.seqStart() <= applied) {
@@ -192,7 +192,7 @@ final class NodeCopy {
         }
         beatEpoch = epoch;
         beatReady = ready;
-        View v = view;
+        Epoch v = current;
         if (v != null && v.epoch == epoch && ready) {
             if (seq <= applied) {
                 v.freshMillis = Math.max(v.freshMillis, ownerMillis);
@@ -207,10 +207,10 @@ final class NodeCopy {
     }
 
     /**
-     * Applies a batch that starts at or before {@code applied} to view {@code v}: entries already
+     * Applies a batch that starts at or before {@code applied} to epoch {@code v}: entries already
      * held are skipped. The batch is kept in {@link #recent}.
      */
-    private void apply(View v, OwnerFilter.Batch b) {
+    private void apply(Epoch v, OwnerFilter.Batch b) {
         long[] hashes = b.hashes();
         boolean[] removals = b.removals();
         for (int i = 0; i < hashes.length; i++) {
@@ -237,7 +237,7 @@ final class NodeCopy {
     }
 
     /** Heartbeats the copy has now reached count toward its freshness. */
-    private void catchUpBeats(View v) {
+    private void catchUpBeats(Epoch v) {
         for (Iterator<Map.Entry<Long, Long>> it =
                         beatsAhead.headMap(applied, true).entrySet().iterator();
                 it.hasNext(); ) {
@@ -248,10 +248,10 @@ final class NodeCopy {
 
     /** Applies the waiting batches that now follow on, and drops those of epochs the owner has left. */
     private void drainPending() {
-        View v = view;
-        long current = Math.max(beatEpoch, v.epoch);
+        Epoch v = current;
+        long newest = Math.max(beatEpoch, v.epoch);
         pending.keySet().removeIf(epoch -> {
-            boolean drop = epoch < current && epoch != v.epoch;
+            boolean drop = epoch < newest && epoch != v.epoch;
             if (drop) {
                 pendingCount -= pending.get(epoch).size();
             }
@@ -268,7 +268,7 @@ final class NodeCopy {
     }
 
     private void updateUsable() {
-        View v = view;
+        Epoch v = current;
         if (v != null) {
             v.usable = !broken && beatReady && beatEpoch == v.epoch;
         }
@@ -276,7 +276,7 @@ final class NodeCopy {
 
     /** Whether this copy needs a snapshot from its owner: none yet, another epoch, a gap, or a full filter. */
     synchronized boolean needsSnapshot() {
-        View v = view;
+        Epoch v = current;
         if (v == null || broken || beatEpoch > v.epoch) {
             return true;
         }
@@ -300,7 +300,7 @@ final class NodeCopy {
         return pendingCount;
     }
 
-    /** The owner's last heartbeat said its filter is not ready (or the copy has no view): forget nothing, trust nothing. */
+    /** The owner's last heartbeat said its filter is not ready (or the copy has no epoch yet): forget nothing, trust nothing. */
     synchronized void invalidate() {
         beatReady = false;
         updateUsable();

@@ -183,7 +183,7 @@ public final class NodeFilters {
                     o.ready() ? "publishing" : o.storage.isReady() ? "starting epoch" : "storage filter not ready"));
             for (Map.Entry<UUID, NodeCopy> c : copies.of(o.table).entrySet()) {
                 NodeCopy copy = c.getValue();
-                NodeCopy.View v = copy.view();
+                NodeCopy.Epoch v = copy.current();
                 long age = v == null ? -1 : now - v.freshMillis;
                 boolean trusted = v != null && v.trusted(now, o.options.stalenessMillis);
                 String state = v == null

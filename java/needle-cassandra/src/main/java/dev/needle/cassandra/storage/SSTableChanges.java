@@ -82,7 +82,7 @@ final class SSTableChanges implements INotificationConsumer {
     SSTableFlushObserver observer(Descriptor descriptor, LifecycleNewTracker tracker) {
         OperationType op = tracker.opType();
         long nowInSec = FBUtilities.nowInSeconds();
-        TableView view = filter.view();
+        TableSources sources = filter.sources();
         if (op == OperationType.FLUSH) {
             List<MemtableKeys> flushing = new ArrayList<>();
             boolean complete = true;
@@ -91,8 +91,8 @@ final class SSTableChanges implements INotificationConsumer {
                 if (m.getFlushTransaction() != null && m.getFlushTransaction() != tracker) {
                     continue; // another flush
                 }
-                MemtableKeys mk = view.keysOf(m);
-                complete &= !view.untracked.contains(m) && mk != null;
+                MemtableKeys mk = sources.keysOf(m);
+                complete &= !sources.untracked.contains(m) && mk != null;
                 if (mk != null) {
                     flushing.add(mk);
                 }
@@ -107,7 +107,7 @@ final class SSTableChanges implements INotificationConsumer {
             boolean complete = true;
             long keepAfter = nowInSec - cfs.metadata().params.gcGraceSeconds + PURGE_MARGIN_SECONDS;
             for (SSTableReader r : txn.originals()) {
-                SSTableKeys k = view.sstables.get(r.descriptor);
+                SSTableKeys k = sources.sstables.get(r.descriptor);
                 if (k == null) {
                     complete = false;
                     continue;

@@ -43,14 +43,14 @@ import org.slf4j.LoggerFactory;
  * <p>Sources, newest first: the exact key sets of the memtables (from the {@linkplain WritePath
  * write path}), and what is known of each SSTable (collected by an {@linkplain KeySetObserver
  * observer} while it was written, {@linkplain FilterComponent loaded} from the component saved
- * with it, or {@linkplain SSTableScans scanned}). They form one immutable {@link TableView},
+ * with it, or {@linkplain SSTableScans scanned}). They form one immutable {@link TableSources},
  * replaced as a whole under this object's lock whenever a source comes or goes; a lookup reads
- * one view and takes no lock. A key holds live data if some source holds live-looking data for
+ * one TableSources and takes no lock. A key holds live data if some source holds live-looking data for
  * it newer than every partition deletion of it; row and range deletions and expired TTLs are
  * learned by {@linkplain FeedbackRemoval feedback}.
  *
  * <p>Never a false negative (docs/invariants.md, invariant 1): whatever Needle does not know makes
- * the view not ready, and a view that is not ready answers LIVE for every key. Nothing here may
+ * the sources not ready, and sources that are not ready answer LIVE for every key. Nothing here may
  * fail a write, a flush, a compaction or a stream: errors are caught, logged, counted, and cost
  * only skipping.
  */
@@ -68,7 +68,7 @@ public final class StorageFilter {
     private final SSTableChanges changes;
     private final WritePath writes;
 
-    private volatile TableView view = TableView.INITIAL;
+    private volatile TableSources sources = TableSources.INITIAL;
     /** Counts the changes after which keys may be live here that no {@link KeyEvents} reported. */
     private volatile long unseenGeneration;
 
@@ -94,13 +94,13 @@ public final class StorageFilter {
 
     // ---- the read path ---------------------------------------------------------------------
 
-    TableView view() {
-        return view;
+    TableSources sources() {
+        return sources;
     }
 
     /** Whether lookups can skip anything now. */
     public boolean isReady() {
-        return view.ready();
+        return sources.ready();
     }
 
     /**
@@ -115,7 +115,7 @@ public final class StorageFilter {
 
     /** {@link #lookup(ByteBuffer, Token, long)} for a caller that has hashed the key already (with {@code Hashing.hash}). */
     public KeyState lookup(ByteBuffer key, long hash, Token token, long nowInSec) {
-        KeyState s = view.lookup(key, hash, token, nowInSec, options.tracksDeletions());
+        KeyState s = sources.lookup(key, hash, token, nowInSec, options.tracksDeletions());
         if (s == KeyState.LIVE && options.tracksDeletions() && feedback.provenDead(key, hash, nowInSec)) {
             return KeyState.DELETED;
         }
@@ -127,7 +127,7 @@ public final class StorageFilter {
      * one line per source, as {source, answer, detail}.
      */
     public List<String[]> explain(ByteBuffer key, long nowInSec) {
-        TableView v = view;
+        TableSources v = sources;
         long hash = Keys.hash(key);
         Token token = cfs.metadata().partitioner.getToken(key);
         List<String[]> out = new ArrayList<>();
@@ -195,10 +195,10 @@ public final class StorageFilter {
     }
 
     synchronized MemtableKeys addMemtable(Memtable memtable) {
-        MemtableKeys mk = view.keysOf(memtable);
+        MemtableKeys mk = sources.keysOf(memtable);
         if (mk == null) {
             mk = new MemtableKeys(memtable);
-            view = view.edit().addMemtable(mk).build();
+            sources = sources.edit().addMemtable(mk).build();
         }
         return mk;
     }
@@ -235,21 +235,21 @@ public final class StorageFilter {
         return changes;
     }
 
-    // ---- view changes ------------------------------------------------------------------------
+    // ---- changes of the sources -----------------------------------------------------------------
 
-    /** Applies a change to the view under the lock and publishes the next view. */
-    synchronized void update(Consumer<TableView.Editor> change) {
-        TableView.Editor e = view.edit();
+    /** Applies a change to the sources under the lock and publishes the next TableSources. */
+    synchronized void update(Consumer<TableSources.Editor> change) {
+        TableSources.Editor e = sources.edit();
         change.accept(e);
         publish(e);
     }
 
-    /** Publishes the next view; called under this object's lock. */
-    private void publish(TableView.Editor e) {
+    /** Publishes the next TableSources; called under this object's lock. */
+    private void publish(TableSources.Editor e) {
         if (e.unseenData) {
             unseenGeneration++;
         }
-        view = e.build();
+        sources = e.build();
     }
 
     /**
@@ -273,7 +273,7 @@ public final class StorageFilter {
      * keys written later are reported through {@link KeyEvents} instead.
      */
     public void forEachKey(Consumer<ByteBuffer> action) throws IOException {
-        for (MemtableKeys m : view.memtables) {
+        for (MemtableKeys m : sources.memtables) {
             m.forEachKey(action);
         }
         try (ColumnFamilyStore.RefViewFragment refs =
@@ -330,9 +330,9 @@ public final class StorageFilter {
     }
 
     /**
-     * Applying a change of the SSTable set failed: Needle's view may no longer match the tracker's.
+     * Applying a change of the SSTable set failed: Needle's sources may no longer match the tracker's view.
      * Every live SSTable Needle has no keys for becomes unknown (and is scanned), every SSTable
-     * that is no longer live goes: the view is correct again, if less complete.
+     * that is no longer live goes: the sources are correct again, if less complete.
      */
     void changeFailed(INotification notification, Throwable t) {
         metrics.failures.inc();
@@ -352,7 +352,7 @@ public final class StorageFilter {
             for (SSTableReader r : tv.liveSSTables()) {
                 live.add(r.descriptor);
             }
-            TableView.Editor e = view.edit();
+            TableSources.Editor e = sources.edit();
             // A memtable no longer in the tracker's view was flushed into SSTables that are in it
             // (the tracker swaps them in one step), and so are represented below, or was dropped.
             dropMemtablesNotIn(tv, e);
@@ -373,7 +373,7 @@ public final class StorageFilter {
     }
 
     /** Drops the key sets (and untracked marks) of memtables no longer in the tracker's view. */
-    static void dropMemtablesNotIn(View tv, TableView.Editor e) {
+    static void dropMemtablesNotIn(View tv, TableSources.Editor e) {
         java.util.Set<Memtable> inView = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         inView.addAll(tv.liveMemtables);
         inView.addAll(tv.flushingMemtables);
@@ -387,12 +387,12 @@ public final class StorageFilter {
     // ---- scans and builds --------------------------------------------------------------------
 
     boolean isOpen() {
-        return !view.closed;
+        return !sources.closed;
     }
 
     /** An SSTable waits for a scan: its keys are unknown, or its partition deletions incomplete. */
     boolean needsScan(Descriptor d) {
-        TableView v = view;
+        TableSources v = sources;
         SSTableKeys k = v.sstables.get(d);
         return v.unknown.contains(d) || (k != null && !k.tombstonesComplete);
     }
@@ -449,11 +449,11 @@ public final class StorageFilter {
 
     /** A build Cassandra asked for: does this SSTable need it? (Not if a valid file was loaded for it, or it is known.) */
     boolean needsBuild(SSTableReader r) {
-        TableView v = view;
+        TableSources v = sources;
         return !changes.isPrepared(r.descriptor) && !v.sstables.containsKey(r.descriptor);
     }
 
-    /** A build Cassandra asked for produced an SSTable's keys: live ones join the view, others wait to go live. */
+    /** A build Cassandra asked for produced an SSTable's keys: live ones join the sources, others wait to go live. */
     void built(SSTableReader reader, SSTableKeys keys) {
         Descriptor d = reader.descriptor;
         boolean[] live = {false};
@@ -473,7 +473,7 @@ public final class StorageFilter {
     /** A build stopped or failed before these SSTables: those that are live, and unknown, are scanned in the background. */
     void buildUnfinished(List<Descriptor> left) {
         List<Descriptor> unknown = new ArrayList<>();
-        TableView v = view;
+        TableSources v = sources;
         for (Descriptor d : left) {
             if (v.unknown.contains(d)) {
                 unknown.add(d);
@@ -529,7 +529,7 @@ public final class StorageFilter {
         }
         Background.files(() -> {
             try {
-                if (view.closed || !view.sstables.containsKey(reader.descriptor)) {
+                if (sources.closed || !sources.sstables.containsKey(reader.descriptor)) {
                     return;
                 }
                 component.write(reader, keys);
@@ -581,7 +581,7 @@ public final class StorageFilter {
     /**
      * Loads or builds the keys of every live SSTable, and makes sure no memtable holds a write the
      * index did not see. Runs when the index is created and at node start, on Cassandra's index
-     * management thread; returns when the view is complete (or what could not be read is logged).
+     * management thread; returns when the sources are complete (or what could not be read is logged).
      */
     public void initialize() throws InterruptedException {
         // Writes that began before the index was writable have finished after this barrier.
@@ -590,8 +590,8 @@ public final class StorageFilter {
         barrier.await();
         boolean flush = false;
         synchronized (this) {
-            TableView.Editor e = view.edit();
-            for (Memtable m : view.untracked) {
+            TableSources.Editor e = sources.edit();
+            for (Memtable m : sources.untracked) {
                 if (m.partitionCount() == 0 && m.isClean()) {
                     e.removeMemtable(m); // empty after every earlier write finished: every later write is seen
                 } else {
@@ -606,7 +606,7 @@ public final class StorageFilter {
         List<SSTableReader> toLoad = new ArrayList<>();
         List<Descriptor> toScan = new ArrayList<>();
         synchronized (this) {
-            TableView.Editor e = view.edit();
+            TableSources.Editor e = sources.edit();
             for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
                 if (!e.has(r.descriptor)) {
                     e.markUnknown(r.descriptor);
@@ -628,14 +628,14 @@ public final class StorageFilter {
             }
         }
         removeLegacyFiles();
-        update(TableView.Editor::initialized);
+        update(TableSources.Editor::initialized);
         scans.enqueue(toScan);
         try {
             scans.drained().get(7, TimeUnit.DAYS);
         } catch (ExecutionException | TimeoutException e) {
             logger.warn("Needle build of {} did not complete: {}", qualifiedName(), e.toString());
         }
-        TableView v = view;
+        TableSources v = sources;
         logger.info(
                 "Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}",
                 indexName,
@@ -699,7 +699,7 @@ public final class StorageFilter {
      * filters out of the SSTables (unless the table itself is being dropped with them).
      */
     public void close(boolean dropFiles) {
-        update(TableView.Editor::closed);
+        update(TableSources.Editor::closed);
         cfs.getTracker().unsubscribe(changes);
         metrics.release();
         if (dropFiles && cfs.isValid()) {
@@ -748,9 +748,9 @@ public final class StorageFilter {
 
     // ---- statistics --------------------------------------------------------------------------
 
-    /** Numbers for metrics and the virtual table; each reads one view. */
+    /** Numbers for metrics and the virtual table; each reads one TableSources. */
     public FilterStats stats() {
-        TableView v = view;
+        TableSources v = sources;
         long bytes = 0, live = 0, deleted = 0, tombstones = 0, memKeys = 0;
         for (SSTableKeys k : v.sstableArray()) {
             bytes += k.filter.sizeInBytes();

@@ -28,7 +28,7 @@ final class WritePath {
         ByteBuffer k;
         long hash;
         try {
-            keys = filter.view().keysOf(memtable);
+            keys = filter.sources().keysOf(memtable);
             if (keys == null) {
                 keys = filter.addMemtable(memtable);
             }

@@ -126,7 +126,7 @@ class NodeCopyTest {
                 }
             }
             check(copy, history);
-            assertTrue(growing || copy.view().usable, "a copy without growth stopped being trusted");
+            assertTrue(growing || copy.current().usable, "a copy without growth stopped being trusted");
             boolean wanted = copy.needsSnapshot() && rnd.nextInt(4) == 0;
             if (wanted || (growing && rnd.nextInt(15) == 0)) {
                 OwnerFilter.Snapshot s = owner.snapshot(false);
@@ -137,15 +137,15 @@ class NodeCopyTest {
             for (int i = snapshotsInFlight.size() - 1; i >= 0; i--) {
                 if (!growing || rnd.nextInt(3) == 0) {
                     OwnerFilter.Snapshot s = snapshotsInFlight.remove(i);
-                    boolean wasFull = copy.needsSnapshot() && copy.view() != null && !copy.view().usable;
+                    boolean wasFull = copy.needsSnapshot() && copy.current() != null && !copy.current().usable;
                     copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), snapshotFilter(s.hashes(), growing), round);
-                    mended |= wasFull && copy.view().usable;
+                    mended |= wasFull && copy.current().usable;
                     check(copy, history);
                 }
             }
         }
         if (growing) {
-            assertTrue(mended || copy.view().usable, "a full copy was never mended by a snapshot");
+            assertTrue(mended || copy.current().usable, "a full copy was never mended by a snapshot");
         }
     }
 
@@ -159,7 +159,7 @@ class NodeCopyTest {
 
     /** What a trusted copy promises; a copy that is full (so not trusted) promises nothing. */
     private static void check(NodeCopy copy, History history) {
-        NodeCopy.View v = copy.view();
+        NodeCopy.Epoch v = copy.current();
         if (!v.usable) {
             return;
         }
@@ -186,11 +186,12 @@ class NodeCopyTest {
         copy.batch(next, 1);
         assertEquals(s.seq(), copy.appliedSeq(), "a batch after a gap was applied");
         assertTrue(copy.needsSnapshot());
-        assertEquals(0, copy.view().filter.count(), "the copy holds a change that follows a gap");
+        assertEquals(0, copy.current().filter.count(), "the copy holds a change that follows a gap");
         copy.batch(lost, 2);
         assertEquals(next.seqEnd(), copy.appliedSeq(), "the waiting batch follows once the gap is filled");
         assertFalse(copy.needsSnapshot());
-        assertTrue(copy.view().filter.mightContainHash(1) && copy.view().filter.mightContainHash(2));
+        assertTrue(copy.current().filter.mightContainHash(1)
+                && copy.current().filter.mightContainHash(2));
     }
 
     @Test
@@ -198,36 +199,36 @@ class NodeCopyTest {
         OwnerFilter owner = new OwnerFilter();
         OwnerFilter.Snapshot s = owner.snapshot(true);
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        assertNull(copy.view());
+        assertNull(copy.current());
         long t0 = s.cutMillis();
         copy.snapshot(s.epoch(), s.seq(), t0, filterOf(s.hashes()), 0);
-        assertFalse(copy.view().trusted(t0, 1_000), "trusted before the owner said it is ready");
+        assertFalse(copy.current().trusted(t0, 1_000), "trusted before the owner said it is ready");
         copy.heartbeat(s.epoch(), s.seq(), t0 + 500, true);
-        assertTrue(copy.view().trusted(t0 + 1_400, 1_000));
-        assertFalse(copy.view().trusted(t0 + 1_600, 1_000), "trusted beyond the staleness bound");
+        assertTrue(copy.current().trusted(t0 + 1_400, 1_000));
+        assertFalse(copy.current().trusted(t0 + 1_600, 1_000), "trusted beyond the staleness bound");
         // A heartbeat ahead of what the copy has applied does not make it fresher.
         owner.publish(7);
         OwnerFilter.Position p = owner.position();
         long later = p.atMillis() + 5_000;
         copy.heartbeat(p.epoch(), p.seq(), later, true);
-        assertFalse(copy.view().trusted(later, 1_000), "fresh on a heartbeat the copy has not caught up with");
+        assertFalse(copy.current().trusted(later, 1_000), "fresh on a heartbeat the copy has not caught up with");
         copy.batch(owner.drain(), 3);
-        assertTrue(copy.view().trusted(later, 1_000), "the heartbeat counts once its changes are applied");
+        assertTrue(copy.current().trusted(later, 1_000), "the heartbeat counts once its changes are applied");
         // The owner restarts: a new, larger epoch; the old copy is not used.
         long oldEpoch = s.epoch();
         owner.newEpoch();
         assertTrue(owner.epoch() > oldEpoch);
         copy.heartbeat(owner.epoch(), 0, later, false);
-        assertFalse(copy.view().usable);
+        assertFalse(copy.current().usable);
         assertTrue(copy.needsSnapshot());
         // A late snapshot of the old epoch is ignored; the new one replaces the copy.
         copy.snapshot(oldEpoch, 99, later, filterOf(new long[] {5}), 4);
-        assertEquals(oldEpoch, copy.view().epoch);
+        assertEquals(oldEpoch, copy.current().epoch);
         OwnerFilter.Snapshot s2 = owner.snapshot(true);
         copy.snapshot(s2.epoch(), s2.seq(), s2.cutMillis(), filterOf(s2.hashes()), 5);
         copy.heartbeat(s2.epoch(), s2.seq(), s2.cutMillis(), true);
-        assertEquals(s2.epoch(), copy.view().epoch);
-        assertTrue(copy.view().usable);
+        assertEquals(s2.epoch(), copy.current().epoch);
+        assertTrue(copy.current().usable);
     }
 
     /** The last batches lost, nothing after them but heartbeats: the copy asks for a snapshot, and the snapshot settles it. */
@@ -247,8 +248,8 @@ class NodeCopyTest {
         OwnerFilter.Snapshot again = owner.snapshot(false);
         copy.snapshot(again.epoch(), again.seq(), again.cutMillis(), filterOf(again.hashes()), 1);
         assertFalse(copy.needsSnapshot(), "still asking after the snapshot");
-        assertTrue(copy.view().trusted(p.atMillis(), 1_000), "the heartbeat counts once the snapshot covers it");
-        assertTrue(copy.view().filter.mightContainHash(9));
+        assertTrue(copy.current().trusted(p.atMillis(), 1_000), "the heartbeat counts once the snapshot covers it");
+        assertTrue(copy.current().filter.mightContainHash(9));
     }
 
     /** A copy of {@code owner}'s new epoch in a filter for {@code capacity} keys, trusted. */
@@ -277,7 +278,7 @@ class NodeCopyTest {
     void aBiggerSnapshotOvertakenByLaterBatchesIsTakenAndTheyAreAppliedAgain() {
         OwnerFilter owner = new OwnerFilter();
         NodeCopy copy = trustedCopy(owner, 64);
-        long small = copy.view().filter.capacity();
+        long small = copy.current().filter.capacity();
         OwnerFilter.Snapshot bigger = null;
         Random rnd = new Random(11);
         List<Long> keys = new ArrayList<>();
@@ -292,29 +293,29 @@ class NodeCopyTest {
             }
         }
         assertTrue(copy.needsSnapshot(), "400 keys fit in a filter for " + small);
-        assertFalse(copy.view().usable, "a full copy is trusted");
+        assertFalse(copy.current().usable, "a full copy is trusted");
         long last = owner.position().seq();
         assertEquals(last, copy.appliedSeq());
         copy.snapshot(bigger.epoch(), bigger.seq(), bigger.cutMillis(), filterOf(bigger.hashes(), 1024), 50);
         assertEquals(last, copy.appliedSeq(), "the copy is behind the batches it had applied");
         assertFalse(copy.needsSnapshot(), "the copy still asks for a snapshot");
-        assertTrue(copy.view().usable);
-        assertEquals(400, copy.view().filter.count());
+        assertTrue(copy.current().usable);
+        assertEquals(400, copy.current().filter.count());
         for (long k : keys) {
-            assertTrue(copy.view().filter.mightContainHash(k), "a false negative for key " + k);
+            assertTrue(copy.current().filter.mightContainHash(k), "a false negative for key " + k);
         }
         // An owner that grows while no copy is full: the bigger snapshot is taken as well.
         OwnerFilter.Snapshot grown = owner.snapshot(false);
         owner.publish(rnd.nextLong());
         copy.batch(owner.drain(), 60);
         copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 61);
-        assertTrue(copy.view().filter.capacity() >= 4096, "the bigger filter was not taken");
-        assertEquals(401, copy.view().filter.count());
+        assertTrue(copy.current().filter.capacity() >= 4096, "the bigger filter was not taken");
+        assertEquals(401, copy.current().filter.count());
         assertEquals(owner.position().seq(), copy.appliedSeq());
         // A snapshot of the same size behind the batches changes nothing.
-        KeyFilter held = copy.view().filter;
+        KeyFilter held = copy.current().filter;
         copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 62);
-        assertTrue(held == copy.view().filter, "a snapshot no bigger and behind the batches replaced the copy");
+        assertTrue(held == copy.current().filter, "a snapshot no bigger and behind the batches replaced the copy");
     }
 
     /** A full copy that has applied every batch takes a snapshot at the same sequence number (an idle owner). */
@@ -332,7 +333,7 @@ class NodeCopyTest {
         assertEquals(now.seq(), copy.appliedSeq());
         copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), 512), 2);
         assertFalse(copy.needsSnapshot());
-        assertEquals(200, copy.view().filter.count());
+        assertEquals(200, copy.current().filter.count());
     }
 
     /**
@@ -351,9 +352,10 @@ class NodeCopyTest {
             owner.publish(rnd.nextLong());
             copy.batch(owner.drain(), 2);
         }
-        KeyFilter held = copy.view().filter;
+        KeyFilter held = copy.current().filter;
         copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 3);
-        assertTrue(held == copy.view().filter, "a bigger snapshot the kept batches no longer reach back to was taken");
+        assertTrue(
+                held == copy.current().filter, "a bigger snapshot the kept batches no longer reach back to was taken");
         assertFalse(copy.needsSnapshot());
         // Fill the copy: 8,192 slots are not enough.
         while (!copy.needsSnapshot()) {
@@ -362,13 +364,13 @@ class NodeCopyTest {
             }
             copy.batch(owner.drain(), 4);
         }
-        assertFalse(copy.view().usable);
+        assertFalse(copy.current().usable);
         copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 5);
         assertEquals(old.seq(), copy.appliedSeq(), "a full copy did not take the snapshot");
         assertTrue(copy.needsSnapshot(), "the changes after the snapshot are missing, yet the copy asks for nothing");
         OwnerFilter.Snapshot now = owner.snapshot(false);
         copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), now.hashes().length * 2L), 6);
         assertFalse(copy.needsSnapshot());
-        assertTrue(copy.view().usable);
+        assertTrue(copy.current().usable);
     }
 }

@@ -17,19 +17,20 @@ import org.apache.cassandra.io.sstable.Descriptor;
 /**
  * One table's storage-filter state at one moment, immutable and swapped as a whole: which
  * memtables and SSTables hold the table's data, what Needle knows of each, and whether that
- * knowledge is complete. Every lookup reads one view, so it never sees half of a change (an
+ * knowledge is complete. Every lookup reads one TableSources, so it never sees half of a change (an
  * SSTable added but its memtable not yet dropped, say).
  *
  * <p>The set of sources is immutable; the key sets of the memtables inside it grow as writes
  * arrive (they must: a write is visible to lookups as soon as the memtable holds it).
  *
  * <p>Invariant: every memtable and SSTable that holds the table's data on this node is either
- * represented here (a memtable key set, an SSTable's keys) or makes the view not
+ * represented here (a memtable key set, an SSTable's keys) or makes the sources not
  * {@linkplain #ready() ready}: an {@linkplain #untracked untracked memtable} or an {@linkplain
- * #unknown unknown SSTable}. A view that is not ready answers LIVE for every key.
+ * #unknown unknown SSTable}. Sources that are not ready answer LIVE for every key.
  */
-final class TableView {
-    static final TableView INITIAL = new TableView(new MemtableKeys[0], Set.of(), Map.of(), Set.of(), false, false);
+final class TableSources {
+    static final TableSources INITIAL =
+            new TableSources(new MemtableKeys[0], Set.of(), Map.of(), Set.of(), false, false);
 
     /** Key sets of the memtables, each filled by the write path since the memtable was created. */
     final MemtableKeys[] memtables;
@@ -48,7 +49,7 @@ final class TableView {
 
     private final long sstableExpiryFloor;
 
-    private TableView(
+    private TableSources(
             MemtableKeys[] memtables,
             Set<Memtable> untracked,
             Map<Descriptor, SSTableKeys> sstables,
@@ -74,7 +75,7 @@ final class TableView {
         return initialized && !closed && untracked.isEmpty() && unknown.isEmpty();
     }
 
-    /** The key set of a memtable, or null if this view has none for it. */
+    /** The key set of a memtable, or null if these sources have none for it. */
     MemtableKeys keysOf(Memtable memtable) {
         for (MemtableKeys m : memtables) {
             if (m.memtable == memtable) {
@@ -88,7 +89,7 @@ final class TableView {
      * The state of a partition key on this node, for a read whose "now" is {@code nowInSec}: LIVE
      * when some source holds live-looking data for it newer than every partition deletion of it;
      * DELETED when sources hold it with nothing live; ABSENT when no source holds it. LIVE whenever
-     * the view is not ready, or the read's "now" is earlier than a judgement of expired data.
+     * the sources are not ready, or the read's "now" is earlier than a judgement of expired data.
      *
      * @param token the key's token, to skip SSTables whose range cannot hold it (null: probe all)
      */
@@ -216,7 +217,7 @@ final class TableView {
         return new Editor(this);
     }
 
-    /** A copy of a view being changed; {@link #build()} makes the next view. */
+    /** A copy of the sources being changed; {@link #build()} makes the next TableSources. */
     static final class Editor {
         private final Map<Memtable, MemtableKeys> memtables = new IdentityHashMap<>();
         private final Set<Memtable> untracked = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -227,7 +228,7 @@ final class TableView {
         /** Something now holds data whose keys Needle has not seen (an unknown SSTable, an untracked memtable). */
         boolean unseenData;
 
-        private Editor(TableView v) {
+        private Editor(TableSources v) {
             for (MemtableKeys m : v.memtables) {
                 memtables.put(m.memtable, m);
             }
@@ -307,8 +308,8 @@ final class TableView {
             return this;
         }
 
-        TableView build() {
-            return new TableView(
+        TableSources build() {
+            return new TableSources(
                     memtables.values().toArray(new MemtableKeys[0]),
                     untracked.isEmpty() ? Set.of() : Collections.unmodifiableSet(untracked),
                     Collections.unmodifiableMap(sstables),
