@@ -116,8 +116,9 @@ bench-filters: build
 bench-partition-index:
 	bench/partition-index/run.sh
 
-# Point lookups in 500 to 5,000 Parquet files: DuckDB alone, with Parquet Bloom filters, and over
-# Needle's candidates (cold runs need root). Writing the 7 GB of files takes most of the time;
+# Point lookups in 500 to 5,000 Parquet files by default (the committed run adds 10,000 files, 5.5 GB:
+# ARGS="--files 500,1000,2000,5000,10000"): DuckDB alone, with Parquet Bloom filters, and over
+# Needle's candidates (cold runs need root). Writing the files takes most of the time;
 # ARGS="--data DIR --keep" keeps them, and a later run measures in about 6 minutes.
 # ARGS="--files 100,200" for a quick run.
 bench-data-lake: python-package

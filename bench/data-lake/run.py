@@ -18,7 +18,8 @@ repeat each query on a warm page cache; cold runs drop the cache before each que
 (root only). Index build time and size are compared with the bytes of Parquet's Bloom filters.
 Results: ``bench/results/data-lake/{queries.csv,summary.json}`` and a chart in ``docs/img``.
 
-    bench/data-lake/run.py                       # the full run (about 7 GB of data under --data)
+    bench/data-lake/run.py                       # the default sizes (several GB of data under --data)
+    bench/data-lake/run.py --files 500,1000,2000,5000,10000   # the committed run (5.5 GB at 10,000 files)
     bench/data-lake/run.py --files 100,200 --queries 10 --cold-queries 3   # a quick one
 """
 
