@@ -16,6 +16,8 @@ import platform
 import subprocess
 
 NEEDLE = "needle-cuckoo"
+# A cuckoo filter with 4-slot buckets fills to about 95% (the 2014 CoNEXT paper): target (b)'s load.
+DESIGN_LOAD = 0.95
 CF4J = "cuckoofilter4j"
 
 # Display order and one-line descriptions.
@@ -354,7 +356,9 @@ def compute_targets(rows):
                 entry["ratio_batch_api"] = b["ns_per_key"] / bt["ns_per_key"]
             ratios.append(entry)
         if nd and nd.get("bits_per_key") is not None and nd.get("load"):
-            ideal = (math.log2(1 / fpp) + 3) / nd["load"]
+            # The reference divides by the design load, not the filter's own: a filter sized too
+            # loosely (a lower load) or with longer fingerprints has more bits per key and fails.
+            ideal = (math.log2(1 / fpp) + 3) / DESIGN_LOAD
             rel = nd["bits_per_key"] / ideal - 1
             space_checks.append(
                 {
@@ -413,8 +417,9 @@ def compute_targets(rows):
             "checks": ratios,
         },
         "b_bits_per_key_within_5pct": {
-            "statement": "Needle CuckooFilter bits per key within 5% of (log2(1/eps) + 3) / load, load = the filter's "
-            "measured load",
+            "statement": "Needle CuckooFilter bits per key (its size over n) within 5% of (log2(1/eps) + 3) / 0.95, "
+            "the space of a cuckoo filter with 4-slot buckets at its 95% design load; the filter's measured load is "
+            "listed for information",
             "met": overall(space_checks),
             "checks": space_checks,
         },
@@ -824,9 +829,9 @@ def markdown(summary):
         )
         w("")
     b = t["b_bits_per_key_within_5pct"]
-    w("**(b) Needle bits per key within 5% of (log2(1/ε) + 3) / load: {}.**".format(verdict(b["met"])))
+    w("**(b) Needle bits per key within 5% of (log2(1/ε) + 3) / 0.95: {}.**".format(verdict(b["met"])))
     w("")
-    w("| n | ε | f | load | bits/key | (log2(1/ε)+3)/load | difference | met |")
+    w("| n | ε | f | load | bits/key | (log2(1/ε)+3)/0.95 | difference | met |")
     w("|---|---|---|---|---|---|---|---|")
     for c in b["checks"]:
         w(
