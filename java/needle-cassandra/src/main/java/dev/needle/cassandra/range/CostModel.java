@@ -51,6 +51,15 @@ final class CostModel {
         double error = latency - (fixed + perRow * rows);
         fixed += k0 * error;
         perRow += k1 * error;
+        if (perRow < 0) {
+            // More rows never cost less. Observations of about one size cannot tell the fixed cost
+            // from the per-row one, and a large error there (a scan's, of the order of its fixed
+            // cost) would tilt the line below zero for larger queries: flatten it, keeping the
+            // prediction at this size.
+            fixed += perRow * rows;
+            perRow = 0;
+        }
+        fixed = Math.max(0, fixed);
         // P = (P - k x' P) / lambda
         double n00 = (p00 - k0 * px0) / FORGETTING;
         double n01 = (p01 - k0 * px1) / FORGETTING;

@@ -116,4 +116,22 @@ class RangePlannerTest {
         assertEquals("SSSSSIIIIIII", medium.toString());
         assertEquals(0.04, p.coefficients(Strategy.INDEX)[1], 0.01, "the index's cost per row, learned");
     }
+
+    /**
+     * The scan of the same run, calibrated at 3,300 ms and observed only on short ranges (about
+     * 2,400 ms for 1,000 rows): its line must not tilt below zero, which made a medium range of
+     * 48,000 rows look free to scan.
+     */
+    @Test
+    void shortObservationsDoNotMakeLargerQueriesLookFree() {
+        RangePlanner p = new RangePlanner(Map.of(Strategy.SCAN, new double[] {3300, 0.015}), 5, 0, 3);
+        for (int q = 0; q < 12; q++) {
+            p.observe(Strategy.SCAN, 1_000, 2_400);
+        }
+        double[] scan = p.coefficients(Strategy.SCAN);
+        assertTrue(scan[1] >= 0, "per-row cost " + scan[1]);
+        double at1000 = scan[0] + scan[1] * 1_000;
+        assertEquals(2_400, at1000, 300, "the observed size is predicted");
+        assertTrue(scan[0] + scan[1] * 48_000 >= at1000, "a larger query costs no less");
+    }
 }
