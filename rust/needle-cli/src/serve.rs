@@ -5,7 +5,7 @@
 //!
 //! - `GET /candidates?value=V` and `POST /candidates` with `{"values": [...]}`
 //! - `GET /lookup?value=V` (with `--parquet DIR`): the matching rows
-//! - `GET /health`, `GET /metrics` (Prometheus text format)
+//! - `GET /health`, `GET /metrics` (the OpenMetrics text format, which Prometheus reads)
 //!
 //! With `--parquet TABLE` of a Delta table indexed by `needle index-delta`, the service follows
 //! the table's log as well as the index: answers are for the latest version, or for the one a
@@ -19,11 +19,17 @@ use needle_index::{Index, Options};
 use needle_lake::delta::{self, DeltaSnapshot};
 use needle_lake::pq::{self, ParquetMeta};
 use needle_lake::{Key, ValueType};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use serde_json::{json, Value as Json};
 use std::collections::{HashSet, VecDeque};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 use tiny_http::{Header, Method, Request, Response, Server};
@@ -127,19 +133,183 @@ fn log_signature(root: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-#[derive(Default)]
-struct Metrics {
-    requests: [AtomicU64; 5],
-    client_errors: AtomicU64,
-    server_errors: AtomicU64,
-    values: AtomicU64,
-    candidates: AtomicU64,
-    micros: AtomicU64,
-    refreshes: AtomicU64,
-    refresh_failures: AtomicU64,
+/// The service's endpoints, by path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Candidates,
+    Lookup,
+    Health,
+    Metrics,
+    /// Any other path (answered 404).
+    Other,
 }
 
-const ENDPOINTS: [&str; 5] = ["candidates", "lookup", "health", "metrics", "other"];
+impl Endpoint {
+    fn of(path: &str) -> Endpoint {
+        match path {
+            "/candidates" => Endpoint::Candidates,
+            "/lookup" => Endpoint::Lookup,
+            "/health" => Endpoint::Health,
+            "/metrics" => Endpoint::Metrics,
+            _ => Endpoint::Other,
+        }
+    }
+
+    /// The `endpoint` label of its requests in `/metrics`.
+    fn label(self) -> &'static str {
+        match self {
+            Endpoint::Candidates => "candidates",
+            Endpoint::Lookup => "lookup",
+            Endpoint::Health => "health",
+            Endpoint::Metrics => "metrics",
+            Endpoint::Other => "other",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabel {
+    endpoint: &'static str,
+}
+
+/// The service's metrics, in the registry `/metrics` encodes (the OpenMetrics text format, which
+/// Prometheus reads). Counters count as requests are answered; the gauges are set from the
+/// served snapshot when `/metrics` is asked for.
+struct Metrics {
+    registry: Registry,
+    requests: Family<EndpointLabel, Counter>,
+    client_errors: Counter,
+    server_errors: Counter,
+    values: Counter,
+    candidates: Counter,
+    request_seconds: Counter<f64, AtomicU64>,
+    refreshes: Counter,
+    refresh_failures: Counter,
+    partitions: Gauge,
+    segments: Gauge,
+    index_values: Gauge,
+    index_bytes: Gauge,
+    snapshot_age_seconds: Gauge<f64, AtomicU64>,
+    /// Of a Delta table: its latest version, the version the index covers (-1: none), and the
+    /// live files of the latest version the index does not hold.
+    delta: Option<[Gauge; 3]>,
+}
+
+impl Metrics {
+    fn new(delta_table: bool) -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<EndpointLabel, Counter>::default();
+        registry.register(
+            "needle_requests",
+            "HTTP requests by endpoint",
+            requests.clone(),
+        );
+        let counter = |registry: &mut Registry, name: &str, help: &str| {
+            let c = Counter::default();
+            registry.register(name, help, c.clone());
+            c
+        };
+        let client_errors = counter(
+            &mut registry,
+            "needle_client_errors",
+            "Requests answered 4xx",
+        );
+        let server_errors = counter(
+            &mut registry,
+            "needle_server_errors",
+            "Requests answered 5xx",
+        );
+        let values = counter(&mut registry, "needle_values_looked_up", "Values looked up");
+        let candidates = counter(
+            &mut registry,
+            "needle_candidates_returned",
+            "Candidate partitions returned",
+        );
+        let refreshes = counter(
+            &mut registry,
+            "needle_snapshot_refreshes",
+            "New snapshots of the index opened",
+        );
+        let refresh_failures = counter(
+            &mut registry,
+            "needle_snapshot_refresh_failures",
+            "Snapshots that could not be opened",
+        );
+        let request_seconds = Counter::<f64, AtomicU64>::default();
+        registry.register(
+            "needle_request_seconds",
+            "Time spent answering requests",
+            request_seconds.clone(),
+        );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let g = Gauge::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        let partitions = gauge(
+            &mut registry,
+            "needle_index_partitions",
+            "Live partitions in the served snapshot",
+        );
+        let segments = gauge(
+            &mut registry,
+            "needle_index_segments",
+            "Segments in the served snapshot",
+        );
+        let index_values = gauge(
+            &mut registry,
+            "needle_index_values",
+            "Values in the served snapshot",
+        );
+        let index_bytes = gauge(
+            &mut registry,
+            "needle_index_bytes",
+            "Bytes of the index's files",
+        );
+        let snapshot_age_seconds = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "needle_snapshot_age_seconds",
+            "Age of the served snapshot",
+            snapshot_age_seconds.clone(),
+        );
+        let delta = delta_table.then(|| {
+            [
+                gauge(
+                    &mut registry,
+                    "needle_delta_latest_version",
+                    "The Delta table's latest version",
+                ),
+                gauge(
+                    &mut registry,
+                    "needle_delta_indexed_version",
+                    "The table version the index covers (-1: none)",
+                ),
+                gauge(
+                    &mut registry,
+                    "needle_delta_live_files_not_indexed",
+                    "Live files of the latest version the index does not hold (read whole)",
+                ),
+            ]
+        });
+        Metrics {
+            registry,
+            requests,
+            client_errors,
+            server_errors,
+            values,
+            candidates,
+            request_seconds,
+            refreshes,
+            refresh_failures,
+            partitions,
+            segments,
+            index_values,
+            index_bytes,
+            snapshot_age_seconds,
+            delta,
+        }
+    }
+}
 
 struct Service {
     opts: ServeOptions,
@@ -237,8 +407,8 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         meta,
         kind,
         current: RwLock::new(Arc::new(first)),
+        metrics: Metrics::new(delta.is_some()),
         delta,
-        metrics: Metrics::default(),
         opts,
     });
     let refresher = Arc::clone(&svc);
@@ -274,13 +444,11 @@ impl Service {
             if let Some(table) = &self.delta {
                 match table.refresh() {
                     Ok(true) => {
-                        self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
+                        self.metrics.refreshes.inc();
                     }
                     Ok(false) => {}
                     Err(e) => {
-                        self.metrics
-                            .refresh_failures
-                            .fetch_add(1, Ordering::Relaxed);
+                        self.metrics.refresh_failures.inc();
                         eprintln!(
                             "needle serve: keeps version {} of the table; cannot load the latest: {e:#}",
                             table.latest().version
@@ -298,12 +466,10 @@ impl Service {
             match open_snapshot(&self.opts.index, self.delta.is_some()) {
                 Ok(s) => {
                     *self.current.write().unwrap() = Arc::new(s);
-                    self.metrics.refreshes.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.refreshes.inc();
                 }
                 Err(e) => {
-                    self.metrics
-                        .refresh_failures
-                        .fetch_add(1, Ordering::Relaxed);
+                    self.metrics.refresh_failures.inc();
                     eprintln!(
                         "needle serve: keeps the previous snapshot; cannot open a new one: {e:#}"
                     );
@@ -316,50 +482,46 @@ impl Service {
         let started = Instant::now();
         let url = req.url().to_string();
         let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-        let endpoint = match path {
-            "/candidates" => 0,
-            "/lookup" => 1,
-            "/health" => 2,
-            "/metrics" => 3,
-            _ => 4,
-        };
-        self.metrics.requests[endpoint].fetch_add(1, Ordering::Relaxed);
-        let result = match (req.method(), path) {
-            (Method::Get, "/candidates") => self.candidates_get(query),
-            (Method::Post, "/candidates") => self.candidates_post(&mut req),
-            (Method::Get, "/lookup") => self.lookup(query),
-            (Method::Get, "/health") => Ok(self.health()),
-            (Method::Get, "/metrics") => {
+        let endpoint = Endpoint::of(path);
+        self.metrics
+            .requests
+            .get_or_create(&EndpointLabel {
+                endpoint: endpoint.label(),
+            })
+            .inc();
+        let result = match (endpoint, req.method()) {
+            (Endpoint::Candidates, Method::Get) => self.candidates_get(query),
+            (Endpoint::Candidates, Method::Post) => self.candidates_post(&mut req),
+            (Endpoint::Lookup, Method::Get) => self.lookup(query),
+            (Endpoint::Health, Method::Get) => Ok(self.health()),
+            (Endpoint::Metrics, Method::Get) => {
                 let body = self.prometheus();
-                let _ = req.respond(
-                    Response::from_string(body)
-                        .with_header(header("Content-Type", "text/plain; version=0.0.4")),
-                );
+                let _ = req.respond(Response::from_string(body).with_header(header(
+                    "Content-Type",
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                )));
                 return;
             }
-            (_, "/candidates" | "/lookup" | "/health" | "/metrics") => Err(Failure(
-                405,
-                format!("{} does not take {}", path, req.method()),
-            )),
-            _ => Err(Failure(
+            (Endpoint::Other, _) => Err(Failure(
                 404,
                 format!("no endpoint {path}; use /candidates, /lookup, /health or /metrics"),
             )),
+            (_, method) => Err(Failure(405, format!("{path} does not take {method}"))),
         };
         let (status, body) = match result {
             Ok(j) => (200, j),
             Err(Failure(status, msg)) => {
                 if status >= 500 {
-                    self.metrics.server_errors.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.server_errors.inc();
                 } else {
-                    self.metrics.client_errors.fetch_add(1, Ordering::Relaxed);
+                    self.metrics.client_errors.inc();
                 }
                 (status, json!({ "error": msg }))
             }
         };
         self.metrics
-            .micros
-            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .request_seconds
+            .inc_by(started.elapsed().as_secs_f64());
         let _ = req.respond(
             Response::from_string(body.to_string())
                 .with_status_code(status)
@@ -584,116 +746,28 @@ impl Service {
     }
 
     fn count(&self, values: usize, candidates: usize) {
-        self.metrics
-            .values
-            .fetch_add(values as u64, Ordering::Relaxed);
-        self.metrics
-            .candidates
-            .fetch_add(candidates as u64, Ordering::Relaxed);
+        self.metrics.values.inc_by(values as u64);
+        self.metrics.candidates.inc_by(candidates as u64);
     }
 
+    /// The metrics, with the gauges set from the served snapshot now.
     fn prometheus(&self) -> String {
         let m = &self.metrics;
         let snap = self.snapshot();
         let st = snap.index.stats();
+        m.partitions.set(st.partitions as i64);
+        m.segments.set(st.segments as i64);
+        m.index_values.set(st.values as i64);
+        m.index_bytes.set(st.bytes_on_disk as i64);
+        m.snapshot_age_seconds
+            .set(snap.opened.elapsed().as_secs_f64());
+        if let (Some(g), Some((latest, indexed, missing))) = (&m.delta, self.delta_state(&snap)) {
+            g[0].set(latest as i64);
+            g[1].set(indexed.map_or(-1, |v| v as i64));
+            g[2].set(missing as i64);
+        }
         let mut out = String::new();
-        out += "# HELP needle_requests_total HTTP requests by endpoint.\n# TYPE needle_requests_total counter\n";
-        for (i, e) in ENDPOINTS.iter().enumerate() {
-            out += &format!(
-                "needle_requests_total{{endpoint=\"{e}\"}} {}\n",
-                m.requests[i].load(Ordering::Relaxed)
-            );
-        }
-        let counters = [
-            (
-                "needle_client_errors_total",
-                "Requests answered 4xx.",
-                &m.client_errors,
-            ),
-            (
-                "needle_server_errors_total",
-                "Requests answered 5xx.",
-                &m.server_errors,
-            ),
-            (
-                "needle_values_looked_up_total",
-                "Values looked up.",
-                &m.values,
-            ),
-            (
-                "needle_candidates_returned_total",
-                "Candidate partitions returned.",
-                &m.candidates,
-            ),
-            (
-                "needle_snapshot_refreshes_total",
-                "New snapshots of the index opened.",
-                &m.refreshes,
-            ),
-            (
-                "needle_snapshot_refresh_failures_total",
-                "Snapshots that could not be opened.",
-                &m.refresh_failures,
-            ),
-        ];
-        for (name, help, v) in counters {
-            out += &format!(
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
-                v.load(Ordering::Relaxed)
-            );
-        }
-        out += &format!(
-            "# HELP needle_request_seconds_total Time spent answering requests.\n# TYPE needle_request_seconds_total counter\nneedle_request_seconds_total {}\n",
-            m.micros.load(Ordering::Relaxed) as f64 / 1e6
-        );
-        let gauges = [
-            (
-                "needle_index_partitions",
-                "Live partitions in the served snapshot.",
-                st.partitions as f64,
-            ),
-            (
-                "needle_index_segments",
-                "Segments in the served snapshot.",
-                st.segments as f64,
-            ),
-            (
-                "needle_index_values",
-                "Values in the served snapshot.",
-                st.values as f64,
-            ),
-            (
-                "needle_index_bytes",
-                "Bytes of the index's files.",
-                st.bytes_on_disk as f64,
-            ),
-            (
-                "needle_snapshot_age_seconds",
-                "Age of the served snapshot.",
-                snap.opened.elapsed().as_secs_f64(),
-            ),
-        ];
-        let mut gauges = gauges.to_vec();
-        if let Some((latest, indexed, missing)) = self.delta_state(&snap) {
-            gauges.push((
-                "needle_delta_latest_version",
-                "The Delta table's latest version.",
-                latest as f64,
-            ));
-            gauges.push((
-                "needle_delta_indexed_version",
-                "The table version the index covers (-1: none).",
-                indexed.map_or(-1.0, |v| v as f64),
-            ));
-            gauges.push((
-                "needle_delta_live_files_not_indexed",
-                "Live files of the latest version the index does not hold (read whole).",
-                missing as f64,
-            ));
-        }
-        for (name, help, v) in gauges {
-            out += &format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}\n");
-        }
+        encode(&mut out, &m.registry).expect("writing to a String cannot fail");
         out
     }
 }
@@ -719,29 +793,9 @@ fn header(name: &str, value: &str) -> Header {
 
 /// The decoded value of `name` in a query string (`a=1&b=x%20y`; `+` is a space).
 fn query_param(query: &str, name: &str) -> Option<String> {
-    query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        (percent_decode(k) == name).then(|| percent_decode(v))
-    })
-}
-
-fn percent_decode(s: &str) -> String {
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() && hex(b[i + 1]).is_some() && hex(b[i + 2]).is_some() => {
-                out.push(hex(b[i + 1]).unwrap() * 16 + hex(b[i + 2]).unwrap());
-                i += 2;
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }
 
 #[cfg(test)]
