@@ -182,7 +182,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         }
         try {
             for (ByteBuffer key : write.buildPartitionKeyNames(options, state.getClientState())) {
-                NodeFilters.instance.written(write.metadata().id, key);
+                NodeFilters.instance.coordinator().written(write.metadata().id, key);
             }
         } catch (RuntimeException e) {
             // An invalid write: Cassandra rejects it and says why.

@@ -137,8 +137,9 @@ record PointRead(
         CoordinatorCheck.Verdict passed = null;
         StringBuilder trace = Tracing.isTracing() ? new StringBuilder() : null;
         for (int i = 0; i < tokens.length; i++) {
-            CoordinatorCheck.Check c = NodeFilters.instance.check(
-                    filter, select.table, keys.get(i), tokens[i], cl, nowInSec, trace != null);
+            CoordinatorCheck.Check c = NodeFilters.instance
+                    .coordinator()
+                    .check(filter, select.table, keys.get(i), tokens[i], cl, nowInSec, trace != null);
             if (trace != null) {
                 trace.append(trace.length() == 0 ? "" : "; ").append(c.detail());
             }
@@ -206,6 +207,7 @@ record PointRead(
         for (ByteBuffer key : liveHere) {
             filter.readFoundNothing(key);
         }
-        liveElsewhere.forEach((key, owners) -> NodeFilters.instance.verify(select.table.id, key, owners));
+        liveElsewhere.forEach(
+                (key, owners) -> NodeFilters.instance.coordinator().verify(select.table.id, key, owners));
     }
 }

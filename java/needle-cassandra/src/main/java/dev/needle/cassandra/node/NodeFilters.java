@@ -3,7 +3,6 @@ package dev.needle.cassandra.node;
 import dev.needle.cassandra.NeedleOptions;
 import dev.needle.cassandra.storage.Faults;
 import dev.needle.cassandra.storage.StorageFilter;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -13,13 +12,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.Mutation;
-import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.net.MessagingService;
 import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.TableId;
-import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.StorageService;
 
 /**
@@ -116,26 +112,9 @@ public final class NodeFilters {
 
     // ---- the roles, as the plugin calls them -------------------------------------------------
 
-    /** See {@link CoordinatorCheck#check}. */
-    public CoordinatorCheck.Check check(
-            StorageFilter local,
-            TableMetadata table,
-            ByteBuffer key,
-            Token token,
-            ConsistencyLevel cl,
-            long nowInSec,
-            boolean explain) {
-        return coordinator.check(local, table, key, token, cl, nowInSec, explain);
-    }
-
-    /** See {@link CoordinatorCheck#written}. */
-    public void written(TableId table, ByteBuffer key) {
-        coordinator.written(table, key);
-    }
-
-    /** See {@link CoordinatorCheck#verify}. */
-    public void verify(TableId table, ByteBuffer key, List<UUID> liveOwners) {
-        coordinator.verify(table, key, liveOwners);
+    /** The coordinator's side: whether a read can be answered from the copies, and what it learns. */
+    public CoordinatorCheck coordinator() {
+        return coordinator;
     }
 
     /** Whether the table publishes node filters (so writes to it are worth recording). */
