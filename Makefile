@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust build bench-filters bench-partition-index bench-data-lake bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -32,7 +32,7 @@ test: test-java test-python test-rust
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
 # (which compiles the Rust workspace again).
-check: lint-python
+check: lint-python s3-server
 	cd java && $(MVN) -DskipITs install
 	cd rust && cargo fmt --all -- --check
 	cd rust && cargo clippy --release --all-targets -- -D warnings
@@ -74,7 +74,15 @@ $(LINT_VENV)/requirements-lint.txt: requirements-lint.txt
 	$(LINT_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lint.txt
 	cp requirements-lint.txt $@
 
-test-rust:
+# The S3-compatible server the object-storage tests start: s3s-fs (Apache-2.0), built from crates.io
+# once per machine (about two minutes) into the cache the Python environments use.
+S3_SERVER_VERSION := 0.14.1
+S3_SERVER := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/s3s-fs-$(S3_SERVER_VERSION)
+s3-server: $(S3_SERVER)/bin/s3s-fs
+$(S3_SERVER)/bin/s3s-fs:
+	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --root $(S3_SERVER)
+
+test-rust: s3-server
 	cd rust && cargo fmt --all -- --check
 	cd rust && cargo test --release
 	cd rust && cargo clippy --release --all-targets -- -D warnings

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use needle_index::{Config, Index, Options};
 use needle_lake::delta;
+use needle_lake::object;
 use needle_lake::pq::{self, IndexParquetOptions};
 use needle_lake::{Key, ValueType};
 use std::io::BufRead;
@@ -128,11 +129,21 @@ enum Cmd {
         index: PathBuf,
     },
     /// Index every Parquet file (or row group) of a directory on one column.
+    ///
+    /// The directory may be a prefix of an object store (`s3://bucket/table`; credentials and
+    /// endpoint from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL and
+    /// AWS_ALLOW_HTTP): the index is built on local disk and published next to the files
+    /// (`s3://bucket/table/.needle-index`, or --index URL).
     IndexParquet {
-        /// Directory of Parquet files (searched recursively).
+        /// Directory of Parquet files (searched recursively), or object store URL.
         dir: PathBuf,
         #[command(flatten)]
         how: IndexArgs,
+        /// For files on an object store: the local directory the index is built in before it is
+        /// published, kept so a later run reads only new files (default: a temporary directory,
+        /// and every run reads every file).
+        #[arg(long)]
+        staging: Option<PathBuf>,
     },
     /// Bring the index of a Delta Lake table up to its latest version: index the data files
     /// added since the version it covers, drop the removed ones.
@@ -176,7 +187,8 @@ enum Cmd {
     /// stores it in, and a date is its midnight. Times of day take `HH:MM[:SS[.fffffffff]]` or
     /// an integer in that unit since midnight.
     Lookup {
-        /// Directory indexed by index-parquet, or Delta table indexed by index-delta.
+        /// Directory indexed by index-parquet, or Delta table indexed by index-delta; or object
+        /// store URL indexed by index-parquet.
         dir: PathBuf,
         /// Value of the indexed column (use --value, or `--` before it, if it begins with '-').
         #[arg(
@@ -324,6 +336,42 @@ fn print_value_kind(index_dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// The URL a path argument holds, if it names an object store.
+fn url_of(arg: &std::path::Path) -> Option<&str> {
+    arg.to_str().filter(|s| object::is_url(s))
+}
+
+/// An object store location given as a path argument (`--index s3://…`).
+fn location(arg: &std::path::Path) -> Result<object::Location> {
+    match url_of(arg) {
+        Some(url) => Ok(object::Location::parse(url)?),
+        None => bail!(
+            "{}: with files on an object store, the index is a URL too",
+            arg.display()
+        ),
+    }
+}
+
+fn describe_requests(r: object::Requests) -> String {
+    format!(
+        "{} requests in {} round trips ({} bytes)",
+        r.requests, r.round_trips, r.bytes
+    )
+}
+
+/// Prints a lookup's rows (file, row number, row), or only its candidate partitions.
+fn print_found(r: &pq::LookupResult, candidates_only: bool) {
+    if candidates_only {
+        for c in &r.candidates {
+            println!("{c}");
+        }
+    } else {
+        for row in &r.rows {
+            println!("{}\t{}\t{}", row.file, row.row, row.text);
+        }
+    }
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Create {
@@ -463,8 +511,24 @@ fn run(cli: Cli) -> Result<()> {
             ix.verify()?;
             println!("ok");
         }
-        Cmd::IndexParquet { dir, how } => {
+        Cmd::IndexParquet { dir, how, staging } => {
             let o = how.options()?;
+            if let Some(url) = url_of(&dir) {
+                let table = object::Location::parse(url)?;
+                let index = o.index.as_deref().map(location).transpose()?;
+                let (r, p) = with_progress(|progress| {
+                    object::index_parquet(&table, index.as_ref(), staging.as_deref(), &o, progress)
+                })?;
+                println!("{}", describe(&r));
+                println!(
+                    "published {} segments ({} bytes) to {}; {} objects of earlier publications removed",
+                    p.segments,
+                    p.bytes,
+                    index.as_ref().map_or_else(|| table.url_of(pq::INDEX_SUBDIR), |l| format!("{l:?}")),
+                    p.deleted
+                );
+                return Ok(());
+            }
             let index_dir = o
                 .index
                 .clone()
@@ -513,6 +577,22 @@ fn run(cli: Cli) -> Result<()> {
             let value = value
                 .or(value_option)
                 .expect("clap requires a value or --value");
+            if let Some(url) = url_of(&dir) {
+                if version.is_some() {
+                    bail!("--version reads a local Delta table; {url} is on an object store");
+                }
+                let table = object::Location::parse(url)?;
+                let index = index.as_deref().map(location).transpose()?;
+                let r = object::lookup(&table, index.as_ref(), &value)?;
+                eprintln!(
+                    "{} candidate partitions; object store: index {}, files {}",
+                    r.result.candidates.len(),
+                    describe_requests(r.index),
+                    describe_requests(r.files)
+                );
+                print_found(&r.result, candidates_only);
+                return Ok(());
+            }
             let index_dir = delta::index_dir_of(&dir, index.as_deref());
             let r = if delta::indexed_version(&index_dir)?.is_some() {
                 delta::lookup(&dir, version, index.as_deref(), &value)?
@@ -525,15 +605,7 @@ fn run(cli: Cli) -> Result<()> {
                 pq::lookup(&dir, index.as_deref(), &value)?
             };
             eprintln!("{} candidate partitions", r.candidates.len());
-            if candidates_only {
-                for c in &r.candidates {
-                    println!("{c}");
-                }
-            } else {
-                for row in &r.rows {
-                    println!("{}\t{}\t{}", row.file, row.row, row.text);
-                }
-            }
+            print_found(&r, candidates_only);
         }
     }
     Ok(())

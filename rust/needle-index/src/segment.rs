@@ -9,7 +9,7 @@
 use crate::codec::{Dec, Enc};
 use crate::error::{Error, Result};
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -31,11 +31,11 @@ pub struct SegPart {
     pub id: String,
 }
 
-/// An open segment file.
-#[derive(Debug)]
-pub struct Segment {
-    pub(crate) path: PathBuf,
-    pub(crate) file: File,
+/// A segment's header and partition table, parsed from the bytes at the start of its file:
+/// everything needed to find a bucket's row and to say whose fingerprints it holds, wherever
+/// the file lives (a local disk, or an object store read with ranged requests).
+#[derive(Debug, Clone)]
+pub struct SegmentHead {
     pub(crate) id: u64,
     pub(crate) bits: u32,
     pub(crate) buckets: u32,
@@ -47,62 +47,29 @@ pub struct Segment {
     pub(crate) file_len: u64,
 }
 
-/// File name of segment `id`.
-pub fn seg_name(id: u64) -> String {
-    format!("seg-{id:016x}.nseg")
+/// What [`SegmentHead::parse`] made of the first bytes of a segment file.
+#[derive(Debug)]
+pub enum HeadRead {
+    /// The header and the partition table were all there.
+    Complete(SegmentHead),
+    /// They take this many bytes from the start of the file: read that many and parse again.
+    NeedPrefix(u64),
 }
 
-impl Segment {
-    /// Bytes of fingerprints per row (without the row checksum).
-    pub(crate) fn row_bytes(&self) -> usize {
-        self.row_slots as usize * (self.bits as usize / 8)
-    }
-
-    /// The partition holding slot `pos` of a row.
-    pub(crate) fn part_of(&self, pos: u64) -> usize {
-        self.offsets.partition_point(|&o| o <= pos) - 1
-    }
-
-    /// Reads row `bucket` into `buf` (resized) and, if `verify`, checks its CRC.
-    pub(crate) fn read_row<'b>(
-        &self,
-        bucket: u32,
-        buf: &'b mut Vec<u8>,
-        verify: bool,
-    ) -> Result<&'b [u8]> {
-        let rb = self.row_bytes();
-        buf.resize(rb + 4, 0);
-        if rb == 0 {
-            return Ok(&buf[..0]);
-        }
-        let off = self.data_off + bucket as u64 * (rb as u64 + 4);
-        self.file.read_exact_at(&mut buf[..], off).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                Error::corrupt(&self.path, format!("truncated in row of bucket {bucket}"))
+impl SegmentHead {
+    /// Parses the header and partition table from `prefix`, the first bytes of a segment file
+    /// of `file_len` bytes named `path` (for errors). 4 KiB holds both for a few dozen
+    /// partitions; when the table is longer, the answer says how many bytes to read.
+    pub fn parse(prefix: &[u8], file_len: u64, path: &Path) -> Result<HeadRead> {
+        if prefix.len() < HEADER_LEN {
+            return if file_len < HEADER_LEN as u64 {
+                Err(Error::corrupt(path, "truncated header"))
             } else {
-                Error::io(&self.path, e)
-            }
-        })?;
-        if verify {
-            let want = u32::from_le_bytes(buf[rb..rb + 4].try_into().unwrap());
-            if row_crc(bucket, &buf[..rb]) != want {
-                return Err(Error::corrupt(
-                    &self.path,
-                    format!("checksum mismatch in row of bucket {bucket}"),
-                ));
-            }
+                Ok(HeadRead::NeedPrefix(HEADER_LEN as u64))
+            };
         }
-        Ok(&buf[..rb])
-    }
-
-    /// Opens and validates a segment: header, partition table, file length.
-    pub fn open(path: &Path) -> Result<Segment> {
-        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        let mut head = [0u8; HEADER_LEN];
-        file.read_exact(&mut head)
-            .map_err(|_| Error::corrupt(path, "truncated header"))?;
-        let mut d = Dec::new(&head, path);
+        let head = &prefix[..HEADER_LEN];
+        let mut d = Dec::new(head, path);
         if d.take(8)? != SEG_MAGIC {
             return Err(Error::corrupt(path, "not a segment file (bad magic)"));
         }
@@ -141,9 +108,11 @@ impl Segment {
         if table_len < 4 || table_len > file_len {
             return Err(Error::corrupt(path, "impossible partition table length"));
         }
-        let mut table = vec![0u8; table_len as usize];
-        file.read_exact_at(&mut table, HEADER_LEN as u64)
-            .map_err(|e| Error::io(path, e))?;
+        let table_end = HEADER_LEN + table_len as usize;
+        if prefix.len() < table_end {
+            return Ok(HeadRead::NeedPrefix(table_end as u64));
+        }
+        let table = &prefix[HEADER_LEN..table_end];
         let (body, crc) = table.split_at(table.len() - 4);
         if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
             return Err(Error::corrupt(path, "partition table checksum mismatch"));
@@ -173,9 +142,7 @@ impl Segment {
                 "partition table does not match the row width",
             ));
         }
-        Ok(Segment {
-            path: path.to_path_buf(),
-            file,
+        Ok(HeadRead::Complete(SegmentHead {
             id,
             bits,
             buckets,
@@ -184,7 +151,135 @@ impl Segment {
             offsets,
             data_off,
             file_len,
-        })
+        }))
+    }
+
+    /// Bytes of fingerprints per row (without the row checksum).
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.row_slots as usize * (self.bits as usize / 8)
+    }
+
+    /// The partition holding slot `pos` of a row.
+    pub(crate) fn part_of(&self, pos: u64) -> usize {
+        self.offsets.partition_point(|&o| o <= pos) - 1
+    }
+
+    /// Where row `bucket` lies in the file, its checksum included (empty when the segment's
+    /// rows hold no slots).
+    pub fn row_range(&self, bucket: u32) -> std::ops::Range<u64> {
+        let rb = self.row_bytes() as u64;
+        if rb == 0 {
+            return self.data_off..self.data_off;
+        }
+        let off = self.data_off + bucket as u64 * (rb + 4);
+        off..off + rb + 4
+    }
+
+    /// The fingerprints of row `bucket` as read from [`Self::row_range`], its checksum checked
+    /// if `verify`.
+    pub(crate) fn check_row<'b>(
+        &self,
+        bucket: u32,
+        bytes: &'b [u8],
+        verify: bool,
+        path: &Path,
+    ) -> Result<&'b [u8]> {
+        let rb = self.row_bytes();
+        if rb == 0 {
+            return Ok(&bytes[..0]);
+        }
+        if bytes.len() != rb + 4 {
+            return Err(Error::corrupt(
+                path,
+                format!("truncated in row of bucket {bucket}"),
+            ));
+        }
+        if verify {
+            let want = u32::from_le_bytes(bytes[rb..rb + 4].try_into().unwrap());
+            if row_crc(bucket, &bytes[..rb]) != want {
+                return Err(Error::corrupt(
+                    path,
+                    format!("checksum mismatch in row of bucket {bucket}"),
+                ));
+            }
+        }
+        Ok(&bytes[..rb])
+    }
+}
+
+/// An open segment file.
+#[derive(Debug)]
+pub struct Segment {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) head: SegmentHead,
+}
+
+/// A segment is read as its head describes it: the index's code reads `seg.row_slots` and the
+/// like directly.
+impl std::ops::Deref for Segment {
+    type Target = SegmentHead;
+    fn deref(&self) -> &SegmentHead {
+        &self.head
+    }
+}
+
+/// File name of segment `id`.
+pub fn seg_name(id: u64) -> String {
+    format!("seg-{id:016x}.nseg")
+}
+
+impl Segment {
+    /// Reads row `bucket` into `buf` (resized) and, if `verify`, checks its CRC.
+    pub(crate) fn read_row<'b>(
+        &self,
+        bucket: u32,
+        buf: &'b mut Vec<u8>,
+        verify: bool,
+    ) -> Result<&'b [u8]> {
+        let range = self.row_range(bucket);
+        buf.resize((range.end - range.start) as usize, 0);
+        if buf.is_empty() {
+            return Ok(&buf[..0]);
+        }
+        self.file
+            .read_exact_at(&mut buf[..], range.start)
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    Error::corrupt(&self.path, format!("truncated in row of bucket {bucket}"))
+                } else {
+                    Error::io(&self.path, e)
+                }
+            })?;
+        self.head.check_row(bucket, buf, verify, &self.path)
+    }
+
+    /// Opens and validates a segment: header, partition table, file length.
+    pub fn open(path: &Path) -> Result<Segment> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut prefix = Vec::new();
+        loop {
+            match SegmentHead::parse(&prefix, file_len, path)? {
+                HeadRead::Complete(head) => {
+                    return Ok(Segment {
+                        path: path.to_path_buf(),
+                        file,
+                        head,
+                    })
+                }
+                HeadRead::NeedPrefix(n) => {
+                    prefix.resize(n as usize, 0);
+                    file.read_exact_at(&mut prefix, 0).map_err(|e| {
+                        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                            Error::corrupt(path, "truncated header")
+                        } else {
+                            Error::io(path, e)
+                        }
+                    })?;
+                }
+            }
+        }
     }
 
     /// Reads every row and checks its checksum.

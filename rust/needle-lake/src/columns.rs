@@ -14,30 +14,28 @@ use arrow_schema::{DataType, TimeUnit};
 use needle_index::{hash_bytes, hash_i64, hash_str};
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
-use std::fs::File;
-use std::path::Path;
+use parquet::file::reader::ChunkReader;
 
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 65_536;
 
 /// The hashes of the non-null values of top-level column `root_index` (named `column`) of a
 /// file, or of one of its row groups.
-pub fn column_hashes(
-    path: &Path,
+/// `file` is read through `reader` and named `name` in errors.
+pub fn column_hashes<R: ChunkReader + 'static>(
+    reader: R,
+    name: &str,
     root_index: usize,
     column: &str,
     row_group: Option<usize>,
 ) -> Result<Vec<u64>> {
-    let read_err = |e: parquet::errors::ParquetError| {
-        Error::Other(format!("cannot read {}: {e}", path.display()))
-    };
-    let file = File::open(path)
-        .map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))?;
+    let read_err =
+        |e: parquet::errors::ParquetError| Error::Other(format!("cannot read {name}: {e}"));
     // The Parquet schema alone decides the Arrow types (not a writer's stored Arrow schema,
     // which could turn a column into a dictionary or a view type).
     let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
     let builder =
-        ParquetRecordBatchReaderBuilder::try_new_with_options(file, options).map_err(read_err)?;
+        ParquetRecordBatchReaderBuilder::try_new_with_options(reader, options).map_err(read_err)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), [root_index]);
     let mut builder = builder.with_projection(mask).with_batch_size(BATCH_ROWS);
     if let Some(rg) = row_group {
@@ -45,11 +43,9 @@ pub fn column_hashes(
     }
     let mut out = Vec::new();
     for batch in builder.build().map_err(read_err)? {
-        let batch =
-            batch.map_err(|e| Error::Other(format!("cannot read {}: {e}", path.display())))?;
-        hash_array(batch.column(0).as_ref(), &mut out).map_err(|why| {
-            Error::Other(format!("column {column:?} of {}: {why}", path.display()))
-        })?;
+        let batch = batch.map_err(|e| Error::Other(format!("cannot read {name}: {e}")))?;
+        hash_array(batch.column(0).as_ref(), &mut out)
+            .map_err(|why| Error::Other(format!("column {column:?} of {name}: {why}")))?;
     }
     Ok(out)
 }

@@ -239,7 +239,7 @@ impl DeltaSnapshot {
     ) -> Result<LookupResult> {
         self.check_files(candidates.iter().map(String::as_str))?;
         let ids = candidates.clone();
-        match pq::read_rows(&self.root, meta, value, candidates) {
+        match pq::read_rows(&pq::LocalFiles(&self.root), meta, value, candidates) {
             Ok(r) => self.without_deleted(r),
             // Removed while it was read.
             Err(e) => Err(self

@@ -4,6 +4,7 @@
 pub mod columns;
 pub mod delta;
 mod error;
+pub mod object;
 pub mod pq;
 mod time;
 

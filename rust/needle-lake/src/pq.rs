@@ -5,7 +5,7 @@ use needle_index::{Config, Index, Options};
 use parquet::basic::{
     ConvertedType, LogicalType, Repetition, TimeUnit as ParquetUnit, Type as PhysicalType,
 };
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use parquet::schema::types::{Type, TypePtr};
 use std::collections::{BTreeMap, HashSet};
@@ -34,19 +34,23 @@ pub struct ParquetMeta {
 }
 
 impl ParquetMeta {
-    fn store(&self, index_dir: &Path) -> Result<()> {
+    /// The description as `parquet-column.txt` holds it.
+    pub fn to_text(&self) -> String {
         let unit = match self.kind.unit() {
             Some(u) => format!("unit={}\n", u.name()),
             None => String::new(),
         };
-        let text = format!(
+        format!(
             "format={META_FORMAT}\ncolumn={}\ntype={}\n{unit}granularity={}\n",
             self.column,
             self.kind.name(),
             if self.row_groups { "row-group" } else { "file" }
-        );
+        )
+    }
+
+    fn store(&self, index_dir: &Path) -> Result<()> {
         let p = index_dir.join(META_FILE);
-        std::fs::write(&p, text)
+        std::fs::write(&p, self.to_text())
             .map_err(|e| Error::Other(format!("cannot write {}: {e}", p.display())))
     }
 
@@ -60,13 +64,22 @@ impl ParquetMeta {
                 p.display()
             ))
         })?;
+        ParquetMeta::parse(&text, &index_dir.display().to_string())
+    }
+
+    /// Parses the description of the index `index` (a directory or URL, for errors).
+    pub fn parse(text: &str, index: &str) -> Result<ParquetMeta> {
         let mut kv = BTreeMap::new();
         for line in text.lines() {
             if let Some((k, v)) = line.split_once('=') {
                 kv.insert(k.to_string(), v.to_string());
             }
         }
-        let bad = || Error::Other(format!("{} is damaged", p.display()));
+        let bad = || {
+            Error::Other(format!(
+                "the description of {index} ({META_FILE}) is damaged"
+            ))
+        };
         let format: u32 = match kv.get("format") {
             Some(f) => f.parse().map_err(|_| bad())?,
             None => 1,
@@ -75,21 +88,18 @@ impl ParquetMeta {
         let type_name = kv.get("type").ok_or_else(bad)?;
         if format > META_FORMAT {
             return Err(Error::Other(format!(
-                "{} was written by a newer version of needle (format {format}; this one reads up \
-                 to {META_FORMAT}): use that version, or rebuild the index with this one",
-                index_dir.display()
+                "{index} was written by a newer version of needle (format {format}; this one reads \
+                 up to {META_FORMAT}): use that version, or rebuild the index with this one"
             )));
         }
         if format == 1 && type_name == "int" {
             return Err(Error::Other(format!(
-                "{} was built by an earlier version of needle, which indexed dates, times and \
+                "{index} was built by an earlier version of needle, which indexed dates, times and \
                  timestamps as the integer each file stores: a lookup would miss the files that \
-                 store the same instant in another unit. rebuild it: remove {} and run `needle \
-                 index-parquet DIR --column {column}` (`needle index-delta TABLE --column \
+                 store the same instant in another unit. rebuild it: remove {index} and run \
+                 `needle index-parquet DIR --column {column}` (`needle index-delta TABLE --column \
                  {column}` for a Delta table; in Python, needle.index_parquet or \
-                 needle.index_delta)",
-                index_dir.display(),
-                index_dir.display()
+                 needle.index_delta)"
             )));
         }
         let unit = match kv.get("unit") {
@@ -152,17 +162,16 @@ impl ColumnKind {
 /// share, and for dates, times and timestamps the unit integers are given in: the files' own if
 /// they share one, microseconds (DuckDB's and Delta's) if not. Dates count only when the column
 /// holds nothing else (days). An error names a file whose kind differs from the others'.
-fn common_value_type(column: &str, kinds: &[(ColumnKind, &Path)]) -> Result<Option<ValueType>> {
+fn common_value_type(column: &str, kinds: &[(ColumnKind, String)]) -> Result<Option<ValueType>> {
     let Some(&(first, _)) = kinds.first() else {
         return Ok(None);
     };
-    for &(k, path) in kinds {
+    for (k, name) in kinds {
         if !k.value_type().same_kind(first.value_type()) {
             return Err(Error::Other(format!(
-                "column {column:?} is {} in some files and {} in {}",
+                "column {column:?} is {} in some files and {} in {name}",
                 first.value_type().name(),
                 k.value_type().name(),
-                path.display()
             )));
         }
     }
@@ -185,6 +194,33 @@ fn common_value_type(column: &str, kinds: &[(ColumnKind, &Path)]) -> Result<Opti
         ValueType::Time(_) => ValueType::Time(unit),
         other => other,
     }))
+}
+
+/// Where a table's Parquet files are read from: a local directory, or a prefix of an object store
+/// ([`crate::object::RemoteFiles`]). Files are named by their path relative to the table's root,
+/// with `/` between directories, as partition ids name them.
+pub trait ParquetFiles {
+    /// What a file is read through.
+    type Reader: ChunkReader + 'static;
+    /// Opens file `rel`.
+    fn open(&self, rel: &str) -> Result<Self::Reader>;
+    /// File `rel` as messages name it: its path or URL.
+    fn name(&self, rel: &str) -> String;
+}
+
+/// The Parquet files under a local directory.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalFiles<'a>(pub &'a Path);
+
+impl ParquetFiles for LocalFiles<'_> {
+    type Reader = File;
+    fn open(&self, rel: &str) -> Result<File> {
+        let path = self.0.join(rel);
+        File::open(&path).map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))
+    }
+    fn name(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
 }
 
 /// Every `*.parquet` file under `dir` (recursively, skipping hidden directories), sorted.
@@ -213,22 +249,24 @@ pub fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn open_reader(path: &Path) -> Result<SerializedFileReader<File>> {
-    let f = File::open(path)
-        .map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))?;
-    SerializedFileReader::new(f).map_err(|e| {
-        Error::Other(format!(
-            "{} is not a readable Parquet file: {e}",
-            path.display()
-        ))
-    })
+fn open_reader<F: ParquetFiles>(files: &F, rel: &str) -> Result<SerializedFileReader<F::Reader>> {
+    open_parquet(files.open(rel)?, &files.name(rel))
+}
+
+/// Reads the footer of Parquet file `name` through `reader`.
+fn open_parquet<R: ChunkReader + 'static>(
+    reader: R,
+    name: &str,
+) -> Result<SerializedFileReader<R>> {
+    SerializedFileReader::new(reader)
+        .map_err(|e| Error::Other(format!("{name} is not a readable Parquet file: {e}")))
 }
 
 /// The top-level field `column` of a file's schema and what it holds; `None` if the file has no
 /// such column.
-fn find_column(
-    reader: &SerializedFileReader<File>,
-    path: &Path,
+fn find_column<R: ChunkReader + 'static>(
+    reader: &SerializedFileReader<R>,
+    name: &str,
     column: &str,
 ) -> Result<Option<(TypePtr, ColumnKind)>> {
     let root = reader
@@ -245,18 +283,18 @@ fn find_column(
         return Ok(None);
     };
     let kind = column_kind(&field)
-        .map_err(|why| Error::Other(format!("column {column:?} of {}: {why}", path.display())))?;
+        .map_err(|why| Error::Other(format!("column {column:?} of {name}: {why}")))?;
     Ok(Some((field, kind)))
 }
 
 /// The top-level field `column` of a file's schema and what it holds; an error naming the
 /// file's columns if it has no such column.
-fn column_of(
-    reader: &SerializedFileReader<File>,
-    path: &Path,
+fn column_of<R: ChunkReader + 'static>(
+    reader: &SerializedFileReader<R>,
+    name: &str,
     column: &str,
 ) -> Result<(TypePtr, ColumnKind)> {
-    find_column(reader, path, column)?.ok_or_else(|| {
+    find_column(reader, name, column)?.ok_or_else(|| {
         let root = reader
             .metadata()
             .file_metadata()
@@ -264,8 +302,7 @@ fn column_of(
             .root_schema_ptr();
         let names: Vec<&str> = root.get_fields().iter().map(|f| f.name()).collect();
         Error::Other(format!(
-            "{} has no column {column:?} (columns: {})",
-            path.display(),
+            "{name} has no column {column:?} (columns: {})",
             names.join(", ")
         ))
     })
@@ -273,8 +310,10 @@ fn column_of(
 
 /// What column `column` of the Parquet file `path` holds, or `None` if it has no such column.
 pub fn file_column_kind(path: &Path, column: &str) -> Result<Option<ColumnKind>> {
-    let r = open_reader(path)?;
-    Ok(find_column(&r, path, column)?.map(|(_, k)| k))
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| Error::Other(format!("cannot open {name}: {e}")))?;
+    let r = open_parquet(file, &name)?;
+    Ok(find_column(&r, &name, column)?.map(|(_, k)| k))
 }
 
 fn unit_of(u: &ParquetUnit) -> TimeUnit {
@@ -471,13 +510,32 @@ pub fn index_files(
     progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport> {
     index_files_with(
-        dir,
-        files,
+        &LocalFiles(dir),
+        &index_path_of(dir, o),
+        &relative(dir, files),
         o,
         Options::default(),
         Missing::Refused,
         progress,
     )
+}
+
+/// The index directory `o` names, or `DIR/.needle-index`.
+fn index_path_of(dir: &Path, o: &IndexParquetOptions) -> PathBuf {
+    o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR))
+}
+
+/// Paths of files under `dir`, relative to it.
+fn relative(dir: &Path, files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(dir)
+                .unwrap_or(f)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect()
 }
 
 /// [`index_files`] for the files live in one version of a table format (a Delta table), whose
@@ -492,40 +550,52 @@ pub fn index_table_files(
     progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport> {
     let missing = Missing::Nulls { declared };
-    index_files_with(dir, files, o, Options::default(), missing, progress)
+    let index_path = index_path_of(dir, o);
+    let rels = relative(dir, files);
+    index_files_with(
+        &LocalFiles(dir),
+        &index_path,
+        &rels,
+        o,
+        Options::default(),
+        missing,
+        progress,
+    )
 }
 
 /// What indexing does with a file that lacks the column.
 #[derive(Debug, Clone, Copy)]
-enum Missing {
+pub(crate) enum Missing {
     /// Refuse it, naming the file and its columns.
     Refused,
     /// Index it as holding no value; the column's kind in the table's schema, if known.
     Nulls { declared: Option<ValueType> },
 }
 
-/// [`index_files`] with the index's own options (tests flush small memtables).
-fn index_files_with(
-    dir: &Path,
-    files: &[PathBuf],
+/// [`index_files`] from any [`ParquetFiles`] into the index at `index_path`, with the index's own
+/// options (tests flush small memtables); `rels` are the files to cover.
+pub(crate) fn index_files_with<F: ParquetFiles>(
+    files: &F,
+    index_path: &Path,
+    rels: &[String],
     o: &IndexParquetOptions,
     index_options: Options,
     missing: Missing,
     mut progress: impl FnMut(usize, usize, &str),
 ) -> Result<IndexReport> {
-    let index_path = o.index.clone().unwrap_or_else(|| dir.join(INDEX_SUBDIR));
     // Check the column in every file first: a bad file fails the run before anything is written.
     // Readers are not kept open between the passes: a directory may hold more files than
     // the process may have open.
     let mut sizes: Vec<i64> = Vec::new();
-    let mut kinds: Vec<(ColumnKind, &Path)> = Vec::new();
-    for f in files {
-        let r = open_reader(f)?;
-        match (find_column(&r, f, &o.column)?, missing) {
-            (Some((_, k)), _) => kinds.push((k, f.as_path())),
+    let mut kinds: Vec<(ColumnKind, String)> = Vec::new();
+    for rel in rels {
+        let name = files.name(rel);
+        let r = open_reader(files, rel)?;
+        match (find_column(&r, &name, &o.column)?, missing) {
+            (Some((_, k)), _) => kinds.push((k, name)),
             (None, Missing::Nulls { .. }) => {}
             (None, Missing::Refused) => {
-                column_of(&r, f, &o.column)?;
+                column_of(&r, &name, &o.column)?;
             }
         }
         let md = r.metadata();
@@ -547,7 +617,7 @@ fn index_files_with(
     };
     let created = !index_path.join("MANIFEST").exists();
     let ix = if !created {
-        let old = ParquetMeta::load(&index_path)?;
+        let old = ParquetMeta::load(index_path)?;
         // The unit integers are read in stays the one chosen when the index was made.
         let same_kind = found.is_none_or(|k| k.same_kind(old.kind));
         if old.column != meta.column || old.row_groups != meta.row_groups || !same_kind {
@@ -563,10 +633,10 @@ fn index_files_with(
             )));
         }
         meta.kind = old.kind;
-        let ix = Index::open(&index_path, index_options)?;
+        let ix = Index::open(index_path, index_options)?;
         // Under the index's lock: an index described in an earlier format whose hashing is
         // unchanged (strings, binary) is described in the current one.
-        meta.store(&index_path)?;
+        meta.store(index_path)?;
         ix
     } else {
         let buckets = match o.buckets {
@@ -578,14 +648,14 @@ fn index_files_with(
             }
         };
         let ix = Index::create(
-            &index_path,
+            index_path,
             Config {
                 buckets,
                 fingerprint_bits: o.fingerprint_bits,
             },
             index_options,
         )?;
-        meta.store(&index_path)?;
+        meta.store(index_path)?;
         ix
     };
     let ix = Arc::new(ix);
@@ -597,15 +667,11 @@ fn index_files_with(
         .collect();
     let mut report = IndexReport::default();
     let mut present = HashSet::new();
-    for (n, f) in files.iter().enumerate() {
-        let rel = f
-            .strip_prefix(dir)
-            .unwrap_or(f)
-            .to_string_lossy()
-            .into_owned();
-        let r = &open_reader(f)?;
+    for (n, rel) in rels.iter().enumerate() {
+        let name = files.name(rel);
+        let r = &open_reader(files, rel)?;
         // A file without the column (of a table whose schema gained it later) holds no value.
-        let root_index = match find_column(r, f, &o.column)? {
+        let root_index = match find_column(r, &name, &o.column)? {
             Some(_) => r
                 .metadata()
                 .file_metadata()
@@ -615,7 +681,7 @@ fn index_files_with(
                 .iter()
                 .position(|c| c.name() == o.column),
             None if matches!(missing, Missing::Nulls { .. }) => None,
-            None => return Err(column_of(r, f, &o.column).expect_err("no such column")),
+            None => return Err(column_of(r, &name, &o.column).expect_err("no such column")),
         };
         let groups: Vec<Option<usize>> = if o.row_groups {
             append_order(r.num_row_groups()).map(Some).collect()
@@ -623,21 +689,21 @@ fn index_files_with(
             vec![None]
         };
         for g in groups {
-            let id = partition_id(&rel, g);
+            let id = partition_id(rel, g);
             present.insert(id.clone());
             if existing.contains(&id) {
                 report.unchanged += 1;
                 continue;
             }
             let hashes = match root_index {
-                Some(i) => crate::columns::column_hashes(f, i, &o.column, g)?,
+                Some(i) => crate::columns::column_hashes(files.open(rel)?, &name, i, &o.column, g)?,
                 None => Vec::new(),
             };
             report.values += hashes.len() as u64;
             ix.append_hashes(&id, &hashes)?;
             report.added += 1;
         }
-        progress(n + 1, files.len(), &rel);
+        progress(n + 1, rels.len(), rel);
     }
     for id in removal_order(existing.difference(&present).cloned().collect()) {
         ix.remove_partition(&id)?;
@@ -687,21 +753,21 @@ pub fn lookup(dir: &Path, index: Option<&Path>, value: &str) -> Result<LookupRes
     let ix = Index::open_snapshot(&index_path, Options::default())?;
     let candidates = ix.query_hash(v.hash())?;
     drop(ix);
-    read_rows(dir, &meta, &v, candidates)
+    read_rows(&LocalFiles(dir), &meta, &v, candidates)
 }
 
 /// [`lookup`] through an index already open (a service's snapshot): `value` is of the indexed
 /// column's type (`meta.kind`).
 pub fn lookup_in(dir: &Path, meta: &ParquetMeta, ix: &Index, value: &Key) -> Result<LookupResult> {
     let candidates = ix.query_hash(value.hash())?;
-    read_rows(dir, meta, value, candidates)
+    read_rows(&LocalFiles(dir), meta, value, candidates)
 }
 
 /// The rows of the candidate partitions whose column equals `v`. A file without the column
 /// holds no such row (a table format reads the column as nulls in files written before its
 /// schema gained it).
-pub(crate) fn read_rows(
-    dir: &Path,
+pub(crate) fn read_rows<F: ParquetFiles>(
+    files: &F,
     meta: &ParquetMeta,
     v: &Key,
     candidates: Vec<String>,
@@ -714,24 +780,22 @@ pub(crate) fn read_rows(
     }
     let mut rows = Vec::new();
     for (file, groups) in by_file {
-        let path = dir.join(file);
-        let r = open_reader(&path)?;
-        let Some((_, kind)) = find_column(&r, &path, &meta.column)? else {
+        let name = files.name(file);
+        let r = open_reader(files, file)?;
+        let Some((_, kind)) = find_column(&r, &name, &meta.column)? else {
             continue;
         };
         if !kind.value_type().same_kind(meta.kind) {
             return Err(Error::Other(format!(
-                "column {:?} of {} is {}, and the index holds {} values: was the file \
+                "column {:?} of {name} is {}, and the index holds {} values: was the file \
                  rewritten? Index it again (remove its partition, or give it a new name)",
                 meta.column,
-                path.display(),
                 kind.value_type().name(),
                 meta.kind.name()
             )));
         }
-        let read_err = |e: parquet::errors::ParquetError| {
-            Error::Other(format!("cannot read {}: {e}", path.display()))
-        };
+        let read_err =
+            |e: parquet::errors::ParquetError| Error::Other(format!("cannot read {name}: {e}"));
         let md = r.metadata();
         // First row number of every row group.
         let mut starts = vec![0u64];
@@ -744,11 +808,7 @@ pub(crate) fn read_rows(
             for (i, row) in it.enumerate() {
                 let row = row.map_err(read_err)?;
                 let value = column_key(&row, &meta.column, kind).map_err(|why| {
-                    Error::Other(format!(
-                        "column {:?} of {}: {why}",
-                        meta.column,
-                        path.display()
-                    ))
+                    Error::Other(format!("column {:?} of {name}: {why}", meta.column))
                 })?;
                 if value.as_ref() == Some(v) {
                     rows.push(FoundRow {
@@ -823,8 +883,9 @@ mod tests {
         let index_all = || {
             let files = parquet_files(dir.path()).unwrap();
             index_files_with(
-                dir.path(),
-                &files,
+                &LocalFiles(dir.path()),
+                &dir.path().join(INDEX_SUBDIR),
+                &relative(dir.path(), &files),
                 &o,
                 tiny(),
                 Missing::Refused,
@@ -867,8 +928,9 @@ mod tests {
         let o = options_on_k();
         let files = parquet_files(dir.path()).unwrap();
         index_files_with(
-            dir.path(),
-            &files,
+            &LocalFiles(dir.path()),
+            &dir.path().join(INDEX_SUBDIR),
+            &relative(dir.path(), &files),
             &o,
             Options::default(),
             Missing::Refused,

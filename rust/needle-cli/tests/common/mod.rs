@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test crate uses part of it
 
 pub mod delta_log;
+pub mod s3;
 
 use needle_lake::pq;
 use parquet::basic::Compression;

@@ -106,14 +106,7 @@ impl Index {
                 .iter()
                 .map(|s| ManSeg {
                     id: s.seg.id,
-                    removed: s
-                        .seg
-                        .parts
-                        .iter()
-                        .zip(s.removed.iter())
-                        .filter(|(_, &r)| r)
-                        .map(|(p, _)| p.uid)
-                        .collect(),
+                    removed: super::inspect::removed_uids(s),
                     deleted: s.deleted.log.clone(),
                 })
                 .collect(),

@@ -52,6 +52,32 @@ impl Index {
         in_segments.or_else(|| snap.mem.iter().find(|m| !m.removed).map(|m| m.id.clone()))
     }
 
+    /// The index as a reader elsewhere needs it, with its segment files (see
+    /// [`crate::published`]): every write must have been flushed first, since what is only in
+    /// the write-ahead log is not in a segment.
+    pub fn publication(&self) -> Result<crate::published::Publication> {
+        let snap = self.state.load();
+        if snap.mem.iter().any(|m| !m.removed) {
+            return Err(Error::InvalidArgument(
+                "the index holds writes that are not flushed to a segment yet: flush it first"
+                    .into(),
+            ));
+        }
+        Ok(crate::published::Publication {
+            buckets: self.cfg.buckets,
+            fingerprint_bits: self.cfg.fingerprint_bits,
+            segments: snap
+                .segs
+                .iter()
+                .map(|s| crate::published::PublishedSegment {
+                    id: s.seg.id,
+                    removed: removed_uids(s),
+                    deleted: s.deleted.log.clone(),
+                })
+                .collect(),
+        })
+    }
+
     /// Summary numbers.
     pub fn stats(&self) -> Stats {
         let parts = self.partitions();
@@ -106,4 +132,15 @@ impl Index {
         }
         Ok(())
     }
+}
+
+/// uids of the removed partition entries of a segment.
+pub(super) fn removed_uids(s: &SegState) -> Vec<u64> {
+    s.seg
+        .parts
+        .iter()
+        .zip(s.removed.iter())
+        .filter(|(_, &r)| r)
+        .map(|(p, _)| p.uid)
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! Point queries: two bucket rows per segment, and the in-memory partitions.
 
 use super::*;
+use crate::published::{bucket_pair, row_hits};
 
 impl Index {
     /// Candidate partition ids for a value: every partition that holds it, plus false
@@ -60,28 +61,18 @@ impl Index {
                 if seg.row_slots == 0 {
                     continue;
                 }
-                for (n, b) in [p.b1, p.b2].into_iter().enumerate() {
-                    if n == 1 && b == p.b1 {
-                        break;
-                    }
+                for b in bucket_pair(&p) {
                     let row = seg.read_row(b, buf, self.opts.verify_reads)?;
-                    hits.clear();
-                    self.opts.scan.scan(row, width, p.fp, hits);
-                    for &pos in hits.iter() {
-                        let k = seg.part_of(pos as u64);
-                        if st.removed[k] {
-                            continue;
-                        }
-                        if !st.deleted.set.is_empty()
-                            && st
-                                .deleted
-                                .set
-                                .contains(&(b as u64 * seg.row_slots + pos as u64))
-                        {
-                            continue;
-                        }
-                        hit(&seg.parts[k].id);
-                    }
+                    row_hits(
+                        seg,
+                        &st.removed,
+                        &st.deleted.set,
+                        b,
+                        row,
+                        (width, p.fp, self.opts.scan),
+                        hits,
+                        &mut hit,
+                    );
                 }
             }
             Ok::<(), Error>(())

@@ -1,0 +1,100 @@
+//! A published index read through byte ranges answers as the index itself does.
+
+use needle_index::published::{PublishedHead, PublishedIndex, HEAD_PREFIX_BYTES};
+use needle_index::{seg_name, Config, Index, Options, Value};
+use std::path::Path;
+
+/// Reads a segment's head the way a remote reader does: a prefix first, more if it asks.
+fn head(dir: &Path, id: u64) -> PublishedHead {
+    let name = seg_name(id);
+    let bytes = std::fs::read(dir.join(&name)).unwrap();
+    let len = bytes.len() as u64;
+    let mut want = HEAD_PREFIX_BYTES.min(len);
+    loop {
+        match PublishedHead::parse(&bytes[..want as usize], len, &name).unwrap() {
+            Ok(h) => return h,
+            Err(n) => {
+                assert!(n > want, "asks for more than it was given");
+                want = n;
+            }
+        }
+    }
+}
+
+/// The published form of `ix`, and its segment ids in publication order.
+fn published(dir: &Path, ix: &Index) -> (PublishedIndex, Vec<u64>) {
+    let publication = ix.publication().unwrap();
+    let ids: Vec<u64> = publication.segments.iter().map(|s| s.id).collect();
+    let heads = ids.iter().map(|&id| head(dir, id)).collect();
+    (PublishedIndex::new(&publication, heads).unwrap(), ids)
+}
+
+/// The bytes of every row a query for `h` reads.
+fn rows(dir: &Path, (p, ids): &(PublishedIndex, Vec<u64>), h: u64) -> Vec<Vec<u8>> {
+    p.rows_for(h)
+        .into_iter()
+        .map(|r| {
+            let bytes = std::fs::read(dir.join(seg_name(ids[r.segment]))).unwrap();
+            bytes[r.range.start as usize..r.range.end as usize].to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn reads_of_byte_ranges_answer_as_the_index_does_through_removals_and_deletes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let cfg = Config {
+        buckets: 128,
+        fingerprint_bits: 8,
+    };
+    let ix = Index::create(&dir, cfg, Options::default()).unwrap();
+    for f in 0..40i64 {
+        let values: Vec<Value> = (f * 50..f * 50 + 50).map(Value::Int).collect();
+        ix.append_values(&format!("file-{f:03}.parquet"), &values)
+            .unwrap();
+        if f % 13 == 12 {
+            ix.flush().unwrap();
+        }
+    }
+    ix.flush().unwrap();
+    ix.remove_partition("file-005.parquet").unwrap();
+    ix.delete_values("file-020.parquet", &[Value::Int(1_000), Value::Int(1_001)])
+        .unwrap();
+    ix.flush().unwrap();
+    let p = published(&dir, &ix);
+    assert!(ix.publication().unwrap().segments.len() >= 3);
+    let mut with_candidates = 0;
+    for v in -200..2_200i64 {
+        let h = Value::Int(v).hash();
+        let want = ix.query_hash(h).unwrap();
+        let got = p.0.candidates(h, &rows(&dir, &p, h)).unwrap();
+        assert_eq!(got, want, "value {v}");
+        with_candidates += usize::from(!want.is_empty());
+    }
+    assert!(with_candidates > 1_900, "the values written are found");
+}
+
+#[test]
+fn unflushed_writes_cannot_be_published() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = Index::create(tmp.path().join("ix"), Config::default(), Options::default()).unwrap();
+    ix.append_values("a", &[Value::Int(1)]).unwrap();
+    let err = ix.publication().unwrap_err().to_string();
+    assert!(err.contains("flush it first"), "{err}");
+}
+
+#[test]
+fn a_damaged_row_is_an_error_not_an_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let ix = Index::create(&dir, Config::default(), Options::default()).unwrap();
+    ix.append_values("a", &[Value::Int(1)]).unwrap();
+    ix.flush().unwrap();
+    let p = published(&dir, &ix);
+    let h = Value::Int(1).hash();
+    let mut damaged = rows(&dir, &p, h);
+    damaged[0][0] ^= 0xff;
+    let err = p.0.candidates(h, &damaged).unwrap_err().to_string();
+    assert!(err.contains("checksum mismatch"), "{err}");
+}
