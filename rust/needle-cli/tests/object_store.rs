@@ -236,3 +236,51 @@ fn what_fails_says_so() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("is damaged"), "{}", stderr(&o));
 }
+
+#[test]
+fn an_index_of_thousands_of_partitions_is_read_in_three_round_trips() {
+    use needle_index::{Config, Index, Options};
+    let server = S3Server::start();
+    server.bucket("lake");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let ix = Index::create(
+        &dir,
+        Config {
+            buckets: 64,
+            fingerprint_bits: 16,
+        },
+        Options {
+            sync: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    // 3,000 partitions of long names: a partition table of about 200 KB, past the 64 KiB a
+    // reader would guess.
+    for p in 0..3000i64 {
+        let id = format!("year=2026/month=11/day=27/part-{p:05}-0123456789abcdef.parquet");
+        ix.append_values(&id, &[Value::Int(p)]).unwrap();
+    }
+    ix.flush().unwrap();
+    drop(ix);
+    std::fs::write(
+        dir.join("parquet-column.txt"),
+        "format=2\ncolumn=k\ntype=int\ngranularity=file\n",
+    )
+    .unwrap();
+    let to = location(&server, "s3://lake/ix");
+    object::publish(&dir, &to).unwrap();
+
+    let before = to.requests();
+    let remote = object::RemoteIndex::open(&to).unwrap();
+    assert_eq!((to.requests() - before).round_trips, 2);
+    let local = Index::open_snapshot(&dir, Options::default()).unwrap();
+    for v in ["0", "1", "1500", "2999", "5000", "-7"] {
+        let key = remote.meta().kind.parse(v).unwrap();
+        let before = to.requests();
+        let got = remote.candidates(&key).unwrap();
+        assert_eq!((to.requests() - before).round_trips, 1);
+        assert_eq!(got, local.query_hash(key.hash()).unwrap(), "value {v}");
+    }
+}

@@ -25,6 +25,9 @@ pub struct PublishedSegment {
     pub removed: Vec<u64>,
     /// Its deleted slots (`bucket * row_slots + slot`).
     pub deleted: Vec<u64>,
+    /// Bytes from the start of its file that hold the header and the partition table (and
+    /// padding): what a reader reads to know its head in one request.
+    pub head_bytes: u64,
 }
 
 /// An index as a reader elsewhere sees it: configuration and segments, nothing in memory.

@@ -191,25 +191,15 @@ impl Location {
     /// Bytes `range` of object `rel`, the range clipped to the object's end, and the object's
     /// length.
     async fn get_range(&self, rel: &str, range: GetRange) -> Result<(Bytes, u64)> {
-        self.try_get_range(&self.path(rel)?, range)
-            .await
-            .map_err(|e| self.failed(rel, "read", e))
-    }
-
-    async fn try_get_range(
-        &self,
-        path: &ObjectPath,
-        range: GetRange,
-    ) -> object_store::Result<(Bytes, u64)> {
         let options = GetOptions {
             range: Some(range),
             ..GetOptions::default()
         };
-        let r = self.store.get_opts(path, options).await;
+        let r = self.store.get_opts(&self.path(rel)?, options).await;
         self.counted(0);
-        let r = r?;
+        let r = r.map_err(|e| self.failed(rel, "read", e))?;
         let len = r.meta.size;
-        let bytes = r.bytes().await?;
+        let bytes = r.bytes().await.map_err(|e| self.failed(rel, "read", e))?;
         self.counts
             .bytes
             .fetch_add(bytes.len() as u64, Ordering::Relaxed);
@@ -323,6 +313,23 @@ impl RemoteFile {
         Ok(files)
     }
 
+    /// Keeps only the footer of what was read of the file's end (a copy, so the rest is freed).
+    fn trim_to_footer(&self) {
+        let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((start, tail)) = c.last_mut() else {
+            return;
+        };
+        let n = tail.len();
+        if n < 8 || &tail[n - 4..] != b"PAR1" {
+            return;
+        }
+        let footer = u32::from_le_bytes(tail[n - 8..n - 4].try_into().unwrap()) as usize + 8;
+        if footer < n {
+            *start += (n - footer) as u64;
+            *tail = Bytes::copy_from_slice(&tail[n - footer..]);
+        }
+    }
+
     fn keep(&self, start: u64, bytes: Bytes) {
         let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         c.push((start, bytes));
@@ -395,10 +402,11 @@ impl ChunkReader for RemoteFile {
     }
 }
 
-/// The Parquet files below a prefix of an object store; files opened for a lookup are kept.
+/// The Parquet files below a prefix of an object store. Files opened ahead (for a lookup, or
+/// the next batch of an indexing run) are kept until read.
 pub struct RemoteFiles {
     location: Location,
-    opened: HashMap<String, RemoteFile>,
+    opened: Mutex<HashMap<String, RemoteFile>>,
 }
 
 impl RemoteFiles {
@@ -406,7 +414,7 @@ impl RemoteFiles {
     pub fn new(location: Location) -> RemoteFiles {
         RemoteFiles {
             location,
-            opened: HashMap::new(),
+            opened: Mutex::default(),
         }
     }
 
@@ -427,7 +435,7 @@ impl RemoteFiles {
 
     /// Opens the files that partitions `ids` belong to and reads the row groups they name, in
     /// three round trips (lengths, footers, row groups), so reading their rows sends no request.
-    fn prefetch(&mut self, ids: &[String]) -> Result<()> {
+    fn prefetch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
@@ -481,9 +489,7 @@ impl RemoteFiles {
         for ((f, r), (bytes, _)) in reads.iter().zip(got) {
             f.keep(r.start, bytes);
         }
-        for f in files {
-            self.opened.insert(f.rel.clone(), f);
-        }
+        self.keep_opened(files);
         Ok(())
     }
 }
@@ -491,13 +497,37 @@ impl RemoteFiles {
 impl ParquetFiles for RemoteFiles {
     type Reader = RemoteFile;
     fn open(&self, rel: &str) -> Result<RemoteFile> {
-        match self.opened.get(rel) {
-            Some(f) => Ok(f.clone()),
+        let opened = self
+            .opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(rel);
+        match opened {
+            Some(f) => Ok(f),
             None => Ok(RemoteFile::open_all(&self.location, &[rel])?.remove(0)),
         }
     }
     fn name(&self, rel: &str) -> String {
         self.location.url_of(rel)
+    }
+    fn open_ahead(&self, rels: &[String]) -> Result<()> {
+        let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
+        let files = RemoteFile::open_all(&self.location, &rels)?;
+        // Kept by the hundred: only their footers, not the 64 KiB read to find them.
+        for f in &files {
+            f.trim_to_footer();
+        }
+        self.keep_opened(files);
+        Ok(())
+    }
+}
+
+impl RemoteFiles {
+    fn keep_opened(&self, files: Vec<RemoteFile>) {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        for f in files {
+            opened.insert(f.rel.clone(), f);
+        }
     }
 }
 
@@ -519,6 +549,10 @@ struct SegmentEntry {
     id: u64,
     removed: Vec<u64>,
     deleted: Vec<u64>,
+    /// Bytes of the head (header, partition table, padding); absent from a publication made
+    /// before it was recorded, whose heads are read [`HEAD_PREFIX_BYTES`] first.
+    #[serde(default)]
+    head_bytes: Option<u64>,
 }
 
 /// What [`publish`] did.
@@ -562,6 +596,7 @@ pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
             id: s.id,
             removed: s.removed.clone(),
             deleted: s.deleted.clone(),
+            head_bytes: Some(s.head_bytes),
         });
     }
     to.round_trip(try_join_all(uploads.into_iter().map(|(object, bytes)| {
@@ -598,7 +633,8 @@ pub struct RemoteIndex {
 
 impl RemoteIndex {
     /// Reads the publication at `location` and the head of every segment it names: two round
-    /// trips (three when a segment's partition table is longer than [`HEAD_PREFIX_BYTES`]).
+    /// trips (three for a publication that does not record its heads' lengths, when a segment's
+    /// partition table is longer than [`HEAD_PREFIX_BYTES`]).
     pub fn open(location: &Location) -> Result<RemoteIndex> {
         let json = location
             .round_trip(location.get(PUBLICATION))
@@ -621,11 +657,11 @@ impl RemoteIndex {
         }
         let meta = ParquetMeta::parse(&file.parquet, &location.url_of(PUBLICATION))?;
         let objects: Vec<String> = file.segments.iter().map(|e| e.object.clone()).collect();
-        let mut prefixes = location.round_trip(try_join_all(
-            objects
-                .iter()
-                .map(|o| location.get_range(o, GetRange::Bounded(0..HEAD_PREFIX_BYTES))),
-        ))?;
+        // Each head as long as the publication says; a guess for one made before it said.
+        let mut prefixes = location.round_trip(try_join_all(file.segments.iter().map(|e| {
+            let head = e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES).max(1);
+            location.get_range(&e.object, GetRange::Bounded(0..head))
+        })))?;
         let mut heads: Vec<Option<PublishedHead>> = vec![None; objects.len()];
         loop {
             let mut more = Vec::new();
@@ -659,6 +695,7 @@ impl RemoteIndex {
                     id: e.id,
                     removed: e.removed.clone(),
                     deleted: e.deleted.clone(),
+                    head_bytes: e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES),
                 })
                 .collect(),
         };
@@ -758,7 +795,7 @@ pub fn lookup(table: &Location, index: Option<&Location>, value: &str) -> Result
     let candidates = ix.candidates(&v)?;
     let index_requests = index.requests() - before;
     let before = table.requests();
-    let mut files = RemoteFiles::new(table.clone());
+    let files = RemoteFiles::new(table.clone());
     files.prefetch(&candidates)?;
     let result = pq::read_rows(&files, ix.meta(), &v, candidates)?;
     Ok(RemoteLookup {

@@ -200,23 +200,50 @@ fn common_value_type(column: &str, kinds: &[(ColumnKind, String)]) -> Result<Opt
 /// ([`crate::object::RemoteFiles`]). Files are named by their path relative to the table's root,
 /// with `/` between directories, as partition ids name them.
 pub trait ParquetFiles {
-    /// What a file is read through.
-    type Reader: ChunkReader + 'static;
+    /// What a file is read through (a clone reads the same file).
+    type Reader: ChunkReader + Clone + 'static;
     /// Opens file `rel`.
     fn open(&self, rel: &str) -> Result<Self::Reader>;
     /// File `rel` as messages name it: its path or URL.
     fn name(&self, rel: &str) -> String;
+    /// Opens files `rels` ahead of reading them in this order, as many at once as the source
+    /// gains from (an object store: a batch per round trip); a local directory needs not.
+    fn open_ahead(&self, _rels: &[String]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The Parquet files under a local directory.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalFiles<'a>(pub &'a Path);
 
+/// A local file, shared by the readers of one indexing pass.
+#[derive(Debug, Clone)]
+pub struct LocalFile(Arc<File>);
+
+impl parquet::file::reader::Length for LocalFile {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+impl ChunkReader for LocalFile {
+    type T = <File as ChunkReader>::T;
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.0.get_read(start)
+    }
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
 impl ParquetFiles for LocalFiles<'_> {
-    type Reader = File;
-    fn open(&self, rel: &str) -> Result<File> {
+    type Reader = LocalFile;
+    fn open(&self, rel: &str) -> Result<LocalFile> {
         let path = self.0.join(rel);
-        File::open(&path).map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))
+        File::open(&path)
+            .map(|f| LocalFile(Arc::new(f)))
+            .map_err(|e| Error::Other(format!("cannot open {}: {e}", path.display())))
     }
     fn name(&self, rel: &str) -> String {
         self.0.join(rel).display().to_string()
@@ -461,6 +488,9 @@ pub fn removal_order(mut ids: Vec<String>) -> Vec<String> {
     ids
 }
 
+/// Files an indexing pass asks its [`ParquetFiles`] to open ahead at a time.
+const OPEN_AHEAD: usize = 256;
+
 /// Options of [`index_dir`].
 #[derive(Debug, Clone)]
 pub struct IndexParquetOptions {
@@ -588,7 +618,10 @@ pub(crate) fn index_files_with<F: ParquetFiles>(
     // the process may have open.
     let mut sizes: Vec<i64> = Vec::new();
     let mut kinds: Vec<(ColumnKind, String)> = Vec::new();
-    for rel in rels {
+    for (i, rel) in rels.iter().enumerate() {
+        if i % OPEN_AHEAD == 0 {
+            files.open_ahead(&rels[i..rels.len().min(i + OPEN_AHEAD)])?;
+        }
         let name = files.name(rel);
         let r = open_reader(files, rel)?;
         match (find_column(&r, &name, &o.column)?, missing) {
@@ -668,8 +701,12 @@ pub(crate) fn index_files_with<F: ParquetFiles>(
     let mut report = IndexReport::default();
     let mut present = HashSet::new();
     for (n, rel) in rels.iter().enumerate() {
+        if n % OPEN_AHEAD == 0 {
+            files.open_ahead(&rels[n..rels.len().min(n + OPEN_AHEAD)])?;
+        }
         let name = files.name(rel);
-        let r = &open_reader(files, rel)?;
+        let reader = files.open(rel)?;
+        let r = &open_parquet(reader.clone(), &name)?;
         // A file without the column (of a table whose schema gained it later) holds no value.
         let root_index = match find_column(r, &name, &o.column)? {
             Some(_) => r
@@ -696,7 +733,7 @@ pub(crate) fn index_files_with<F: ParquetFiles>(
                 continue;
             }
             let hashes = match root_index {
-                Some(i) => crate::columns::column_hashes(files.open(rel)?, &name, i, &o.column, g)?,
+                Some(i) => crate::columns::column_hashes(reader.clone(), &name, i, &o.column, g)?,
                 None => Vec::new(),
             };
             report.values += hashes.len() as u64;

@@ -73,6 +73,7 @@ impl Index {
                     id: s.seg.id,
                     removed: removed_uids(s),
                     deleted: s.deleted.log.clone(),
+                    head_bytes: s.seg.data_off,
                 })
                 .collect(),
         })
