@@ -1,0 +1,222 @@
+//! Where objects are: a prefix of an object store, the requests made through it, and the runtime
+//! they run on.
+
+use crate::{Error, Result};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Requests made to an object store, as the client counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// Requests sent.
+    pub requests: u64,
+    /// Bytes received and sent.
+    pub bytes: u64,
+    /// Round trips: batches of requests sent in parallel and awaited together.
+    pub round_trips: u64,
+}
+
+impl std::ops::Sub for Requests {
+    type Output = Requests;
+    fn sub(self, o: Requests) -> Requests {
+        Requests {
+            requests: self.requests - o.requests,
+            bytes: self.bytes - o.bytes,
+            round_trips: self.round_trips - o.round_trips,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    round_trips: AtomicU64,
+}
+
+/// The runtime the object store's requests run on; callers of this module are synchronous.
+fn block_on<F: Future>(f: F) -> F::Output {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("needle-object-store")
+                .enable_all()
+                .build()
+                .expect("cannot start the object store's runtime")
+        })
+        .block_on(f)
+}
+
+/// A prefix of an object store (a table's root, an index) and the requests made through it.
+#[derive(Clone)]
+pub struct Location {
+    store: Arc<dyn ObjectStore>,
+    root: ObjectPath,
+    url: String,
+    counts: Arc<Counts>,
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
+impl Location {
+    /// Opens the store a URL names, configured from the environment.
+    pub fn parse(url: &str) -> Result<Location> {
+        Location::with_options(url, std::env::vars())
+    }
+
+    /// Opens the store a URL names, configured by `options`: the `object_store` crate's keys
+    /// (`aws_access_key_id`, `aws_endpoint`, `aws_allow_http`, …) or the environment variables
+    /// of the same names in capitals.
+    pub fn with_options<K: AsRef<str>, V: Into<String>>(
+        url: &str,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Location> {
+        let parsed =
+            url::Url::parse(url).map_err(|e| Error::Other(format!("{url} is not a URL: {e}")))?;
+        let (store, root) = object_store::parse_url_opts(&parsed, options)
+            .map_err(|e| Error::Other(format!("cannot open {url}: {e}")))?;
+        Ok(Location {
+            store: Arc::from(store),
+            root,
+            url: url.trim_end_matches('/').to_string(),
+            counts: Arc::default(),
+        })
+    }
+
+    /// The prefix `rel` (`/`-separated) below this one, on the same store, counted with it.
+    pub fn child(&self, rel: &str) -> Result<Location> {
+        Ok(Location {
+            root: self.path(rel)?,
+            url: self.url_of(rel),
+            ..self.clone()
+        })
+    }
+
+    /// The URL of `rel` below this prefix.
+    pub fn url_of(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.url)
+    }
+
+    /// Requests made through this location (and those it was made from, or made) so far.
+    pub fn requests(&self) -> Requests {
+        Requests {
+            requests: self.counts.requests.load(Ordering::Relaxed),
+            bytes: self.counts.bytes.load(Ordering::Relaxed),
+            round_trips: self.counts.round_trips.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(super) fn path(&self, rel: &str) -> Result<ObjectPath> {
+        let rel = ObjectPath::parse(rel)
+            .map_err(|e| Error::Other(format!("{}: {e}", self.url_of(rel))))?;
+        Ok(self.root.parts().chain(rel.parts()).collect())
+    }
+
+    pub(super) fn counted(&self, bytes: u64) {
+        self.counts.requests.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Runs a batch of requests in parallel: one round trip.
+    pub(super) fn round_trip<T>(&self, batch: impl Future<Output = T>) -> T {
+        self.counts.round_trips.fetch_add(1, Ordering::Relaxed);
+        block_on(batch)
+    }
+
+    pub(super) fn failed(&self, rel: &str, what: &str, e: object_store::Error) -> Error {
+        let hint = match e {
+            object_store::Error::NotFound { .. } => " (not found)",
+            _ => "",
+        };
+        Error::Other(format!("cannot {what} {}{hint}: {e}", self.url_of(rel)))
+    }
+
+    /// Bytes `range` of object `rel`, the range clipped to the object's end, and the object's
+    /// length.
+    pub(super) async fn get_range(&self, rel: &str, range: GetRange) -> Result<(Bytes, u64)> {
+        let options = GetOptions {
+            range: Some(range),
+            ..GetOptions::default()
+        };
+        let r = self.store.get_opts(&self.path(rel)?, options).await;
+        self.counted(0);
+        let r = r.map_err(|e| self.failed(rel, "read", e))?;
+        let len = r.meta.size;
+        let bytes = r.bytes().await.map_err(|e| self.failed(rel, "read", e))?;
+        self.counts
+            .bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok((bytes, len))
+    }
+
+    /// The length of object `rel`.
+    pub(super) async fn len(&self, rel: &str) -> Result<u64> {
+        let meta = self.store.head(&self.path(rel)?).await;
+        self.counted(0);
+        Ok(meta.map_err(|e| self.failed(rel, "read", e))?.size)
+    }
+
+    /// The whole of object `rel`.
+    pub(super) async fn get(&self, rel: &str) -> Result<Bytes> {
+        let r = self
+            .store
+            .get(&self.path(rel)?)
+            .await
+            .map_err(|e| self.failed(rel, "read", e))?;
+        let bytes = r.bytes().await.map_err(|e| self.failed(rel, "read", e))?;
+        self.counted(bytes.len() as u64);
+        Ok(bytes)
+    }
+
+    pub(super) async fn put(&self, rel: &str, bytes: Bytes) -> Result<()> {
+        let n = bytes.len() as u64;
+        self.store
+            .put(&self.path(rel)?, PutPayload::from(bytes))
+            .await
+            .map_err(|e| self.failed(rel, "write", e))?;
+        self.counted(n);
+        Ok(())
+    }
+
+    pub(super) async fn delete(&self, rel: &str) -> Result<()> {
+        self.store
+            .delete(&self.path(rel)?)
+            .await
+            .map_err(|e| self.failed(rel, "delete", e))?;
+        self.counted(0);
+        Ok(())
+    }
+
+    /// Every object below this prefix: its path relative to it, `/`-separated.
+    pub(super) async fn list(&self) -> Result<Vec<String>> {
+        let metas: Vec<_> = self
+            .store
+            .list(Some(&self.root))
+            .try_collect()
+            .await
+            .map_err(|e| Error::Other(format!("cannot list {}: {e}", self.url)))?;
+        self.counted(0);
+        Ok(metas
+            .into_iter()
+            .filter_map(|m| {
+                let rel: Vec<String> = m
+                    .location
+                    .prefix_match(&self.root)?
+                    .map(|p| p.as_ref().to_string())
+                    .collect();
+                Some(rel.join("/"))
+            })
+            .collect())
+    }
+}

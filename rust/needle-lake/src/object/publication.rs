@@ -1,0 +1,218 @@
+//! A published index: uploading one ([`publish`]) and reading one ([`RemoteIndex`]). The format
+//! is section 8 of `format/partition-index-v1.md`.
+
+use super::location::Location;
+use crate::pq::ParquetMeta;
+use crate::{Error, Key, Result};
+use bytes::Bytes;
+use futures::future::try_join_all;
+use needle_index::published::{
+    Publication, PublishedHead, PublishedIndex, PublishedSegment, HEAD_PREFIX_BYTES,
+};
+use needle_index::{seg_name, Index, Options};
+use object_store::GetRange;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::Path;
+
+/// The object, inside an index's prefix, that names the segments of its current publication.
+pub const PUBLICATION: &str = "needle-publication.json";
+/// The version of [`PUBLICATION`]'s content.
+const PUBLICATION_FORMAT: u32 = 1;
+
+/// The content of [`PUBLICATION`].
+#[derive(Debug, Serialize, Deserialize)]
+struct PublicationFile {
+    format: u32,
+    /// What the index covers, as `parquet-column.txt` of a local index says it.
+    parquet: String,
+    buckets: u32,
+    fingerprint_bits: u32,
+    segments: Vec<SegmentEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SegmentEntry {
+    /// The segment's object, relative to the index's prefix.
+    object: String,
+    id: u64,
+    removed: Vec<u64>,
+    deleted: Vec<u64>,
+    /// Bytes of the head (header, partition table, padding); absent from a publication made
+    /// before it was recorded, whose heads are read [`HEAD_PREFIX_BYTES`] first.
+    #[serde(default)]
+    head_bytes: Option<u64>,
+}
+
+/// What [`publish`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PublishReport {
+    /// Segments uploaded.
+    pub segments: usize,
+    /// Bytes of the segments uploaded.
+    pub bytes: u64,
+    /// Objects of earlier publications deleted.
+    pub deleted: usize,
+}
+
+/// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`, then
+/// deletes the objects of earlier publications there. A reader of an earlier publication that
+/// reads a deleted segment gets an error, never a wrong answer; reading again finds the new one.
+pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
+    let meta = ParquetMeta::load(index_dir)?;
+    let ix = Index::open_snapshot(index_dir, Options::default())?;
+    let publication = ix.publication()?;
+    drop(ix);
+    // A name no earlier publication used: its time in nanoseconds and this process.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let tag = format!("p-{nanos:x}-{:x}", std::process::id());
+    let mut report = PublishReport::default();
+    let mut uploads = Vec::new();
+    let mut entries = Vec::new();
+    for s in &publication.segments {
+        let file = index_dir.join(seg_name(s.id));
+        let bytes = std::fs::read(&file)
+            .map_err(|e| Error::Other(format!("cannot read {}: {e}", file.display())))?;
+        report.segments += 1;
+        report.bytes += bytes.len() as u64;
+        let object = format!("{tag}/{}", seg_name(s.id));
+        uploads.push((object.clone(), Bytes::from(bytes)));
+        entries.push(SegmentEntry {
+            object,
+            id: s.id,
+            removed: s.removed.clone(),
+            deleted: s.deleted.clone(),
+            head_bytes: Some(s.head_bytes),
+        });
+    }
+    to.round_trip(try_join_all(uploads.into_iter().map(|(object, bytes)| {
+        let to = to.clone();
+        async move { to.put(&object, bytes).await }
+    })))?;
+    let file = PublicationFile {
+        format: PUBLICATION_FORMAT,
+        parquet: meta.to_text(),
+        buckets: publication.buckets,
+        fingerprint_bits: publication.fingerprint_bits,
+        segments: entries,
+    };
+    let json = serde_json::to_vec_pretty(&file).expect("a publication serializes");
+    to.round_trip(to.put(PUBLICATION, Bytes::from(json)))?;
+    let keep: HashSet<&str> = file.segments.iter().map(|e| e.object.as_str()).collect();
+    let stale: Vec<String> = to
+        .round_trip(to.list())?
+        .into_iter()
+        .filter(|rel| rel != PUBLICATION && !keep.contains(rel.as_str()))
+        .collect();
+    report.deleted = stale.len();
+    to.round_trip(try_join_all(stale.iter().map(|rel| to.delete(rel))))?;
+    Ok(report)
+}
+
+/// A published index, opened: what it covers, and the heads of its segments.
+pub struct RemoteIndex {
+    location: Location,
+    meta: ParquetMeta,
+    objects: Vec<String>,
+    index: PublishedIndex,
+}
+
+impl RemoteIndex {
+    /// Reads the publication at `location` and the head of every segment it names: two round
+    /// trips (three for a publication that does not record its heads' lengths, when a segment's
+    /// partition table is longer than [`HEAD_PREFIX_BYTES`]).
+    pub fn open(location: &Location) -> Result<RemoteIndex> {
+        let json = location
+            .round_trip(location.get(PUBLICATION))
+            .map_err(|e| {
+                Error::Other(format!(
+                    "{} holds no published index ({e}); build one with `needle index-parquet`",
+                    location.url_of("")
+                ))
+            })?;
+        let file: PublicationFile = serde_json::from_slice(&json).map_err(|e| {
+            Error::Other(format!("{} is damaged: {e}", location.url_of(PUBLICATION)))
+        })?;
+        if file.format > PUBLICATION_FORMAT {
+            return Err(Error::Other(format!(
+                "{} was published by a newer version of needle (format {}; this one reads up to \
+                 {PUBLICATION_FORMAT})",
+                location.url_of(PUBLICATION),
+                file.format
+            )));
+        }
+        let meta = ParquetMeta::parse(&file.parquet, &location.url_of(PUBLICATION))?;
+        let objects: Vec<String> = file.segments.iter().map(|e| e.object.clone()).collect();
+        // Each head as long as the publication says; a guess for one made before it said.
+        let mut prefixes = location.round_trip(try_join_all(file.segments.iter().map(|e| {
+            let head = e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES).max(1);
+            location.get_range(&e.object, GetRange::Bounded(0..head))
+        })))?;
+        let mut heads: Vec<Option<PublishedHead>> = vec![None; objects.len()];
+        loop {
+            let mut more = Vec::new();
+            for (i, (prefix, len)) in prefixes.iter().enumerate() {
+                if heads[i].is_some() {
+                    continue;
+                }
+                match PublishedHead::parse(prefix, *len, &location.url_of(&objects[i]))? {
+                    Ok(h) => heads[i] = Some(h),
+                    Err(need) => more.push((i, need)),
+                }
+            }
+            if more.is_empty() {
+                break;
+            }
+            let got = location
+                .round_trip(try_join_all(more.iter().map(|(i, need)| {
+                    location.get_range(&objects[*i], GetRange::Bounded(0..*need))
+                })))?;
+            for ((i, _), read) in more.iter().zip(got) {
+                prefixes[*i] = read;
+            }
+        }
+        let publication = Publication {
+            buckets: file.buckets,
+            fingerprint_bits: file.fingerprint_bits,
+            segments: file
+                .segments
+                .iter()
+                .map(|e| PublishedSegment {
+                    id: e.id,
+                    removed: e.removed.clone(),
+                    deleted: e.deleted.clone(),
+                    head_bytes: e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES),
+                })
+                .collect(),
+        };
+        let index = PublishedIndex::new(&publication, heads.into_iter().flatten().collect())?;
+        Ok(RemoteIndex {
+            location: location.clone(),
+            meta,
+            objects,
+            index,
+        })
+    }
+
+    /// What the index covers.
+    pub fn meta(&self) -> &ParquetMeta {
+        &self.meta
+    }
+
+    /// The candidate partitions of `value`: one round trip, two ranged reads per segment.
+    pub fn candidates(&self, value: &Key) -> Result<Vec<String>> {
+        let h = value.hash();
+        let reads = self.index.rows_for(h);
+        let loc = &self.location;
+        let rows = loc.round_trip(try_join_all(reads.iter().map(|r| {
+            let range: Range<u64> = r.range.clone();
+            loc.get_range(&self.objects[r.segment], GetRange::Bounded(range))
+        })))?;
+        let rows: Vec<Bytes> = rows.into_iter().map(|(b, _)| b).collect();
+        Ok(self.index.candidates(h, &rows)?)
+    }
+}
