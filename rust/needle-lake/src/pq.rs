@@ -207,7 +207,7 @@ pub trait ParquetFiles {
     /// File `rel` as messages name it: its path or URL.
     fn name(&self, rel: &str) -> String;
     /// Opens files `rels` ahead of reading them in this order, as many at once as the source
-    /// gains from (an object store: a batch per round trip); a local directory needs not.
+    /// gains from (an object store: a batch per round trip; a local directory: nothing to do).
     fn open_ahead(&self, _rels: &[String]) -> Result<()> {
         Ok(())
     }
