@@ -456,6 +456,17 @@ pub fn partition_id(rel: &str, row_group: Option<usize>) -> String {
     }
 }
 
+/// Partition ids grouped by file: each file's row groups (`None` for the whole file), in file
+/// order, so each file is opened once.
+pub(crate) fn by_file(ids: &[String]) -> BTreeMap<&str, Vec<Option<usize>>> {
+    let mut out: BTreeMap<&str, Vec<Option<usize>>> = BTreeMap::new();
+    for id in ids {
+        let (file, rg) = split_id(id);
+        out.entry(file).or_default().push(rg);
+    }
+    out
+}
+
 /// Splits a partition id into the relative file path and the row group, if any.
 pub fn split_id(id: &str) -> (&str, Option<usize>) {
     if let Some((file, rg)) = id.rsplit_once("#rg=") {
@@ -809,14 +820,8 @@ pub(crate) fn read_rows<F: ParquetFiles>(
     v: &Key,
     candidates: Vec<String>,
 ) -> Result<LookupResult> {
-    // Group row groups of one file so each file is opened once.
-    let mut by_file: BTreeMap<&str, Vec<Option<usize>>> = BTreeMap::new();
-    for id in &candidates {
-        let (file, rg) = split_id(id);
-        by_file.entry(file).or_default().push(rg);
-    }
     let mut rows = Vec::new();
-    for (file, groups) in by_file {
+    for (file, groups) in by_file(&candidates) {
         let name = files.name(file);
         let r = open_reader(files, file)?;
         let Some((_, kind)) = find_column(&r, &name, &meta.column)? else {

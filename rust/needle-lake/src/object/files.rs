@@ -8,7 +8,7 @@ use bytes::{Buf, Bytes};
 use futures::future::try_join_all;
 use object_store::GetRange;
 use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -49,20 +49,12 @@ impl RemoteFile {
                 cache: Arc::default(),
             })
             .collect();
-        let tails = files
+        let tails: Vec<(&RemoteFile, Range<u64>)> = files
             .iter()
             .filter(|f| f.len > 0)
-            .map(|f| f.len.saturating_sub(FOOTER_PREFETCH)..f.len);
-        let reads: Vec<(&RemoteFile, Range<u64>)> =
-            files.iter().filter(|f| f.len > 0).zip(tails).collect();
-        let got = location.round_trip(try_join_all(
-            reads
-                .iter()
-                .map(|(f, r)| location.get_range(&f.rel, GetRange::Bounded(r.clone()))),
-        ))?;
-        for ((f, r), (bytes, _)) in reads.iter().zip(got) {
-            f.keep(r.start, bytes);
-        }
+            .map(|f| (f, f.len.saturating_sub(FOOTER_PREFETCH)..f.len))
+            .collect();
+        read_and_keep(location, &tails)?;
         Ok(files)
     }
 
@@ -155,6 +147,19 @@ impl ChunkReader for RemoteFile {
     }
 }
 
+/// Reads every range of `reads` (of its file) in one round trip, and keeps them in their files.
+fn read_and_keep(location: &Location, reads: &[(&RemoteFile, Range<u64>)]) -> Result<()> {
+    let got = location.round_trip(try_join_all(
+        reads
+            .iter()
+            .map(|(f, r)| location.get_range(&f.rel, GetRange::Bounded(r.clone()))),
+    ))?;
+    for ((f, r), (bytes, _)) in reads.iter().zip(got) {
+        f.keep(r.start, bytes);
+    }
+    Ok(())
+}
+
 /// The Parquet files below a prefix of an object store. Files opened ahead (for a lookup, or
 /// the next batch of an indexing run) are kept until read.
 pub struct RemoteFiles {
@@ -192,11 +197,7 @@ impl RemoteFiles {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut groups: BTreeMap<&str, Vec<Option<usize>>> = BTreeMap::new();
-        for id in ids {
-            let (file, rg) = pq::split_id(id);
-            groups.entry(file).or_default().push(rg);
-        }
+        let groups = pq::by_file(ids);
         let loc = &self.location;
         let rels: Vec<&str> = groups.keys().copied().collect();
         let files = RemoteFile::open_all(loc, &rels)?;
@@ -234,14 +235,7 @@ impl RemoteFiles {
             }
             reads.extend(merged.into_iter().map(|r| (f, r)));
         }
-        let got = loc.round_trip(try_join_all(
-            reads
-                .iter()
-                .map(|(f, r)| loc.get_range(&f.rel, GetRange::Bounded(r.clone()))),
-        ))?;
-        for ((f, r), (bytes, _)) in reads.iter().zip(got) {
-            f.keep(r.start, bytes);
-        }
+        read_and_keep(loc, &reads)?;
         self.keep_opened(files);
         Ok(())
     }

@@ -64,22 +64,25 @@ pub fn index_parquet(
     };
     let dir = staging.unwrap_or_else(|| temporary.as_ref().expect("made above").path());
     let index_dir = dir.join(INDEX_SUBDIR);
-    let missing = pq::Missing::Refused;
     let report = pq::index_files_with(
         &files,
         &index_dir,
         &rels,
         o,
         Options::default(),
-        missing,
+        pq::Missing::Refused,
         progress,
     )?;
-    let to = match index {
-        Some(l) => l.clone(),
-        None => table.child(INDEX_SUBDIR)?,
-    };
-    let published = publish(&index_dir, &to)?;
+    let published = publish(&index_dir, &index_of(table, index)?)?;
     Ok((report, published))
+}
+
+/// The index of `table`: `index`, or `TABLE/.needle-index`.
+fn index_of(table: &Location, index: Option<&Location>) -> Result<Location> {
+    match index {
+        Some(l) => Ok(l.clone()),
+        None => table.child(INDEX_SUBDIR),
+    }
 }
 
 /// A lookup on object storage: the rows, and the requests it took to the index and to the
@@ -97,10 +100,7 @@ pub struct RemoteLookup {
 /// Finds the rows of `value` in the table at `table`, through its published index
 /// (`TABLE/.needle-index`, or `index`).
 pub fn lookup(table: &Location, index: Option<&Location>, value: &str) -> Result<RemoteLookup> {
-    let index = match index {
-        Some(l) => l.clone(),
-        None => table.child(INDEX_SUBDIR)?,
-    };
+    let index = index_of(table, index)?;
     // Each phase counts on its own location (the index's prefix may share the table's counts).
     let before = index.requests();
     let ix = RemoteIndex::open(&index)?;
