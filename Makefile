@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-partition-index  the partition index against the published numbers"
 	@echo "make bench-data-lake  point lookups in up to 5,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
 	@echo "make bench-data-lake-object-store  the same on an S3-compatible server 20 ms away: Needle against DuckDB (about 25 minutes)"
+	@echo "make bench-data-lake-datafusion  point lookups in 5,000 Parquet files through DataFusion: alone against DataFusion with Needle's table provider"
 	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"
 	@echo "make bench-scheme2  Tables 6-9 (node filters) on 4 nodes at lan and az latency, Tables 10-13 (the load,"
@@ -138,6 +139,12 @@ bench-data-lake-object-store: python-package s3-server
 	cd rust && cargo build --release -p needle-cli
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r bench/data-lake/requirements.txt
 	$(PY_VENV)/bin/python bench/data-lake/object_store.py $(ARGS)
+
+# Point lookups in 5,000 Parquet files (2.7 GB) through DataFusion, alone and with Needle's table
+# provider (rust/needle-datafusion); ARGS="--files 200 --queries 10 --new-queries 2" for a quick run.
+bench-data-lake-datafusion: python-package
+	cd rust && cargo build --release -p needle-cli
+	$(PY_VENV)/bin/python bench/data-lake/datafusion.py $(ARGS)
 
 # The storage-filter tables of the 2022 Journal of Big Data paper (cold runs need root).
 bench-scheme1: build

@@ -568,15 +568,15 @@ fn index_path_of(dir: &Path, o: &IndexParquetOptions) -> PathBuf {
 
 /// Paths of files under `dir`, relative to it.
 fn relative(dir: &Path, files: &[PathBuf]) -> Vec<String> {
-    files
-        .iter()
-        .map(|f| {
-            f.strip_prefix(dir)
-                .unwrap_or(f)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect()
+    files.iter().map(|f| file_id(dir, f)).collect()
+}
+
+/// The name partition ids give the file `path` under `dir`: its path relative to `dir`.
+pub fn file_id(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// [`index_files`] for the files live in one version of a table format (a Delta table), whose
