@@ -77,6 +77,21 @@ def teardown(cluster_dir):
         procs.signal_pid(pid, procs.SIGKILL)
 
 
+def repro(script, work, *args):
+    """Run deploy/repro/SCRIPT in folder WORK, keeping it (the node's data and logs) for the test to
+    read; whatever happens, no node of it is left running. Returns the CompletedProcess."""
+    try:
+        return subprocess.run(
+            [str(DEPLOY / "repro" / script), "--dir", str(work), "--keep", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        teardown(work / "cluster")
+
+
 @pytest.fixture
 def cluster_dir(tmp_path):
     """A fresh cluster folder, always torn down after the test."""

@@ -7,23 +7,13 @@ if a Cassandra release keeps the write, they fail, and that section is out of da
 import subprocess
 import sys
 
-from conftest import DEPLOY, teardown
+from conftest import DEPLOY, repro
 
-REPRO = DEPLOY / "repro" / "commitlog-recycle-loss"
 CHECK = DEPLOY / "repro" / "commitlog-loss-check"
 
 
 def _repro(work, *args):
-    try:
-        return subprocess.run(
-            [str(REPRO), "--dir", str(work), "--keep", "--reclaim", "drop-table", *args],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            stdin=subprocess.DEVNULL,
-        )
-    finally:
-        teardown(work / "cluster")
+    return repro("commitlog-recycle-loss", work, "--reclaim", "drop-table", *args)
 
 
 def _check(work):
