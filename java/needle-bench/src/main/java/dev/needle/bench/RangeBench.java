@@ -12,6 +12,10 @@ import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.needle.bench.RangeResult.ClientsResult;
+import dev.needle.bench.RangeResult.MixResult;
+import dev.needle.bench.RangeResult.Stats;
+import dev.needle.bench.RangeResult.WriteResult;
 import dev.needle.range.RangeIndexStatus;
 import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
@@ -67,98 +71,6 @@ public final class RangeBench {
     private final LocalCluster cluster;
     private final PrintStream log;
 
-    /** The latency of one variant over a mix's measured queries, in milliseconds. */
-    public record Stats(double medianMs, double meanMs, double p90Ms, double minMs, double maxMs) {
-        static Stats of(Histogram h) {
-            return new Stats(
-                    h.getValueAtPercentile(50) / 1e6,
-                    h.getMean() / 1e6,
-                    h.getValueAtPercentile(90) / 1e6,
-                    h.getMinValue() / 1e6,
-                    h.getMaxValue() / 1e6);
-        }
-    }
-
-    /**
-     * One mix: its measured queries, the rows they returned on average, each variant's latency,
-     * the planner's median as a ratio of each other variant's (and of the best of the stock ones,
-     * "scan" and "sai", under "best_stock", and of the best of all under "best"; empty without
-     * "hybrid"), what the planner chose for the measured queries (as the coordinator's {@code
-     * needle_views.range_plans} shows: strategy, and why if not by its model), and the queries
-     * whose answers differed between variants.
-     */
-    public record MixResult(
-            String label,
-            double minLength,
-            double maxLength,
-            int queries,
-            double rowsMean,
-            Map<String, Stats> variants,
-            Map<String, Double> plannerVs,
-            Map<String, Integer> plannerChose,
-            int wrongResults) {}
-
-    /** The planner's median over each other variant's, and over the best stock and the best of all. */
-    static Map<String, Double> plannerRatios(Map<String, Stats> variants) {
-        Map<String, Double> out = new LinkedHashMap<>();
-        Stats planner = variants.get("hybrid");
-        if (planner == null) {
-            return out;
-        }
-        double bestStock = Double.MAX_VALUE;
-        double best = Double.MAX_VALUE;
-        for (Map.Entry<String, Stats> v : variants.entrySet()) {
-            if (v.getKey().equals("hybrid")) {
-                continue;
-            }
-            double median = v.getValue().medianMs();
-            out.put(v.getKey(), planner.medianMs() / median);
-            best = Math.min(best, median);
-            if (v.getKey().equals("scan") || v.getKey().equals("sai")) {
-                bestStock = Math.min(bestStock, median);
-            }
-        }
-        if (bestStock < Double.MAX_VALUE) {
-            out.put("best_stock", planner.medianMs() / bestStock);
-        }
-        if (best < Double.MAX_VALUE) {
-            out.put("best", planner.medianMs() / best);
-        }
-        return out;
-    }
-
-    /** The document written to results.json. */
-    public record Result(
-            String name,
-            String title,
-            String reproduces,
-            String command,
-            String started,
-            int rows,
-            int nodes,
-            int replicationFactor,
-            String consistency,
-            double zipf,
-            double loadSeconds,
-            Map<String, Integer> leaves,
-            List<MixResult> mixes,
-            List<ClientsResult> clients,
-            List<WriteResult> writes) {}
-
-    /**
-     * One point of the client-concurrency phase: {@code queries} queries of a mix answered by one
-     * variant from {@code threads} threads at once; the queries answered per second, each query's
-     * latency, and the queries whose answers differed between the variants at this point.
-     */
-    public record ClientsResult(
-            String mix,
-            int threads,
-            String variant,
-            int queries,
-            double queriesPerSecond,
-            Stats latency,
-            int wrongResults) {}
-
     /** A table with Needle's ordered index: the one of the variants through Needle, or one per leaf size. */
     record IndexedTable(String table, String index, Integer leafSize) {
         /** What the variants measured on it are named after, behind the variant: nothing on the default table. */
@@ -177,12 +89,6 @@ public final class RangeBench {
     interface Reader {
         List<Row> read(double from, double to);
     }
-
-    /**
-     * The latency of single writes to one table (the dissertation's Table 2.4): inserts of new
-     * rows and updates of the key of existing rows, one at a time, in a random table order per write.
-     */
-    public record WriteResult(String table, String index, int writes, Stats insert, Stats update) {}
 
     /** Inserts and updates measured per table. */
     static final int WRITE_PROBES = 400;
@@ -247,7 +153,7 @@ public final class RangeBench {
                 Files.createTempDirectory("needle-range"),
                 e.cluster().nodes(),
                 up.toArray(new String[0]))) {
-            Result r = new RangeBench(e, c, System.err).run("needle-bench " + String.join(" ", args), out);
+            RangeResult r = new RangeBench(e, c, System.err).run("needle-bench " + String.join(" ", args), out);
             System.err.println("results: " + out.resolve("results.json"));
             int wrong = r.mixes().stream().mapToInt(MixResult::wrongResults).sum()
                     + r.clients().stream() // each point's count is on each of its variants: count it once
@@ -280,7 +186,7 @@ public final class RangeBench {
      * Loads, measures every mix, writes {@code out}/results.json; returns the result. What is
      * measured so far is in {@code out}/results.partial.json while it runs (and after a failure).
      */
-    public Result run(String command, Path out) throws IOException {
+    public RangeResult run(String command, Path out) throws IOException {
         String started = Instant.now().toString();
         // What is measured so far, kept where a run that fails later leaves it (not an earlier run's).
         Path partial = out.resolve("results.partial.json");
@@ -315,14 +221,14 @@ public final class RangeBench {
                 }
             }
             List<WriteResult> writes = measureWrites(s, r, cl);
-            Result result = result(command, started, loadSeconds, leaves, mixes, clients, writes);
+            RangeResult result = result(command, started, loadSeconds, leaves, mixes, clients, writes);
             ResultFiles.write(JSON, out.resolve("results.json"), result);
             Files.deleteIfExists(partial);
             return result;
         }
     }
 
-    private Result result(
+    private RangeResult result(
             String command,
             String started,
             double loadSeconds,
@@ -330,7 +236,7 @@ public final class RangeBench {
             List<MixResult> mixes,
             List<ClientsResult> clients,
             List<WriteResult> writes) {
-        return new Result(
+        return new RangeResult(
                 e.name(),
                 e.title(),
                 e.reproduces(),
@@ -601,7 +507,8 @@ public final class RangeBench {
         long rows = 0;
         int wrong = 0;
         Map<String, Integer> chose = new TreeMap<>();
-        int total = e.warmupQueries() + e.queriesPerMix();
+        int measured = m.queries(e);
+        int total = e.warmupQueries() + measured;
         for (int q = 0; q < total; q++) {
             double[] range = range(m, r);
             double from = range[0];
@@ -640,13 +547,13 @@ public final class RangeBench {
                 m.label(),
                 m.minLength(),
                 m.maxLength(),
-                e.queriesPerMix(),
-                rows / (double) e.queriesPerMix(),
+                measured,
+                rows / (double) measured,
                 stats,
-                plannerRatios(stats),
+                RangeResult.plannerRatios(stats),
                 chose,
                 wrong);
-        log.println(line(result));
+        log.println(RangeResult.line(result));
         return result;
     }
 
@@ -769,21 +676,6 @@ public final class RangeBench {
         }
         rows.sort(Comparator.comparingDouble(row -> row.getDouble("k")));
         return rows;
-    }
-
-    /** One line of the printed table: each variant's median and mean. */
-    static String line(MixResult m) {
-        StringBuilder b = new StringBuilder(String.format("  %-34s %10.0f rows", m.label(), m.rowsMean()));
-        m.variants()
-                .forEach((v, st) ->
-                        b.append(String.format("  %s median %9.1f ms mean %9.1f ms", v, st.medianMs(), st.meanMs())));
-        if (!m.plannerChose().isEmpty()) {
-            b.append("  planner chose ").append(m.plannerChose());
-        }
-        if (m.wrongResults() > 0) {
-            b.append("  WRONG RESULTS: ").append(m.wrongResults());
-        }
-        return b.toString();
     }
 
     private static String text(SplittableRandom r, int length) {

@@ -59,8 +59,19 @@ public record RangeExperiment(
         Clients clients,
         List<Integer> leafSizes) {
 
-    /** Queries whose length is uniform in [minLength, maxLength). */
-    public record Mix(String label, double minLength, double maxLength) {}
+    /**
+     * Queries whose length is uniform in [minLength, maxLength).
+     *
+     * @param queries absent, or the measured queries of this mix, instead of the experiment's
+     *     {@code queries_per_mix} (short queries are cheap and vary the most: a median of 10 of
+     *     them moves by 2x from run to run)
+     */
+    public record Mix(String label, double minLength, double maxLength, Integer queries) {
+        /** The measured queries of this mix in experiment {@code e}. */
+        public int queries(RangeExperiment e) {
+            return queries != null ? queries : e.queriesPerMix();
+        }
+    }
 
     /** See {@code dev.needle.range.TokenRangeScan.Builder}. */
     public record Scan(int splitsPerNode, int concurrency, int pageSize) {}
@@ -129,6 +140,7 @@ public record RangeExperiment(
             require(
                     m.minLength() > 0 && m.maxLength() > m.minLength() && m.maxLength() <= 1,
                     "mix '" + m.label() + "': lengths must satisfy 0 < min_length < max_length <= 1");
+            require(m.queries() == null || m.queries() > 0, "mix '" + m.label() + "': 'queries' must be positive");
         }
         require(queriesPerMix > 0 && warmupQueries >= 0, "'queries_per_mix' > 0 and 'warmup_queries' >= 0");
         require(consistency != null, "'consistency' is required (e.g. \"ONE\")");

@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -28,6 +27,7 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -131,35 +131,51 @@ class RangeIndexIT {
         }
     }
 
-    /** The ids of the model's rows, picked at random in constant time (the model grows to 10^4-10^5 rows). */
-    private static final class LiveIds {
+    /**
+     * What the table holds once the writes sent are acknowledged: each row's values by id, and
+     * a row picked at random in constant time (the model grows to 10^4-10^5 rows).
+     */
+    private static final class Model {
+        private final Map<Long, Value> rows = new HashMap<>();
         private final List<Long> ids = new ArrayList<>();
         private final Map<Long, Integer> at = new HashMap<>();
 
-        LiveIds(Collection<Long> initial) {
-            initial.forEach(this::add);
+        /** Sets row {@code id}'s values, adding the row if it is new. */
+        void put(long id, Value v) {
+            if (rows.put(id, v) == null) {
+                at.put(id, ids.size());
+                ids.add(id);
+            }
         }
 
-        boolean isEmpty() {
-            return ids.isEmpty();
-        }
-
-        void add(long id) {
-            at.put(id, ids.size());
-            ids.add(id);
-        }
-
-        long pick(SplittableRandom r) {
-            return ids.get(r.nextInt(ids.size()));
+        Value get(long id) {
+            return rows.get(id);
         }
 
         void remove(long id) {
+            rows.remove(id);
             int i = at.remove(id);
             long last = ids.remove(ids.size() - 1);
             if (last != id) {
                 ids.set(i, last);
                 at.put(last, i);
             }
+        }
+
+        long pick(SplittableRandom r) {
+            return ids.get(r.nextInt(ids.size()));
+        }
+
+        boolean isEmpty() {
+            return ids.isEmpty();
+        }
+
+        int size() {
+            return ids.size();
+        }
+
+        void forEach(BiConsumer<Long, Value> each) {
+            rows.forEach(each);
         }
     }
 
@@ -168,7 +184,7 @@ class RangeIndexIT {
         long seed = Long.getLong("needle.it.seed", System.nanoTime());
         int ops = Integer.getInteger("needle.range.ops", 10_000);
         SplittableRandom r = new SplittableRandom(seed);
-        Map<Long, Value> model = new HashMap<>();
+        Model model = new Model();
         int compared = 0;
         int maintenance = 0;
         long nextId = 0;
@@ -189,7 +205,6 @@ class RangeIndexIT {
                     + "' WITH OPTIONS = {'leaf_size': '64'}");
             awaitBuilt(s);
             PreparedStatement range = s.prepare("SELECT id, k, v FROM ri.t WHERE k >= ? AND k < ?");
-            LiveIds live = new LiveIds(model.keySet());
             Writes writes = new Writes();
             for (int op = 0; op < ops; op++) {
                 if (op == ops / 3) {
@@ -211,27 +226,25 @@ class RangeIndexIT {
                     continue;
                 }
                 int dice = r.nextInt(80);
-                if (dice < 35 || live.isEmpty()) {
+                if (dice < 35 || model.isEmpty()) {
                     double k = r.nextDouble();
                     writes.submit(s, quorum(insert.bind(nextId, k, "i" + op)), nextId);
-                    model.put(nextId, new Value(k, "i" + op));
-                    live.add(nextId++);
+                    model.put(nextId++, new Value(k, "i" + op));
                 } else if (dice < 55) {
-                    long id = live.pick(r);
+                    long id = model.pick(r);
                     double k = r.nextDouble();
                     writes.submit(s, quorum(setK.bind(k, id)), id);
                     model.put(id, new Value(k, model.get(id).v()));
                 } else if (dice < 62) {
-                    long id = live.pick(r);
+                    long id = model.pick(r);
                     writes.submit(s, quorum(setV.bind("u" + op, id)), id);
                     model.put(id, new Value(model.get(id).k(), "u" + op));
                 } else if (dice < 72) {
-                    long id = live.pick(r);
+                    long id = model.pick(r);
                     writes.submit(s, quorum(delete.bind(id)), id);
                     model.remove(id);
-                    live.remove(id);
                 } else if (dice < 75) {
-                    long id = live.pick(r);
+                    long id = model.pick(r);
                     writes.submit(s, quorum(setK.bind(null, id)), id); // no value: in no range
                     model.put(id, new Value(Double.NaN, model.get(id).v()));
                 } else {
@@ -241,7 +254,6 @@ class RangeIndexIT {
                         double k = r.nextDouble();
                         batch = batch.add(insert.bind(nextId, k, "b" + op));
                         model.put(nextId, new Value(k, "b" + op));
-                        live.add(nextId);
                         ids[i] = nextId++;
                     }
                     writes.submit(s, quorum(batch), ids);
@@ -333,8 +345,7 @@ class RangeIndexIT {
     }
 
     /** One random range, answered by the index, the stock way and the planner, each compared with the model. */
-    private static int compare(
-            CqlSession s, PreparedStatement range, Map<Long, Value> model, SplittableRandom r, String when) {
+    private static int compare(CqlSession s, PreparedStatement range, Model model, SplittableRandom r, String when) {
         double length = switch (r.nextInt(3)) {
             case 0 -> 0.0001 + r.nextDouble() * 0.002;
             case 1 -> 0.002 + r.nextDouble() * 0.1;

@@ -11,6 +11,7 @@ import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import dev.needle.bench.RangeBench;
 import dev.needle.bench.RangeExperiment;
+import dev.needle.bench.RangeResult;
 import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.nio.file.Files;
@@ -120,11 +121,11 @@ class RangeScanIT {
                  "load_threads": 8, "seed": 7, "cluster": {"nodes": 3, "replication_factor": 3},
                  "clients": {"threads": [1, 3], "queries": 4}}
                 """);
-        RangeBench.Result r =
+        RangeResult r =
                 new RangeBench(RangeExperiment.read(file), cluster, System.out).run("RangeScanIT", dir.resolve("out"));
         assertTrue(Files.isRegularFile(dir.resolve("out").resolve("results.json")));
         assertEquals(2, r.mixes().size());
-        for (RangeBench.MixResult m : r.mixes()) {
+        for (RangeResult.MixResult m : r.mixes()) {
             assertEquals(0, m.wrongResults(), m.label() + ": the variants answered differently");
             assertEquals(
                     List.of("scan", "sai", "rix", "coordinator-scan", "hybrid"),
@@ -151,12 +152,12 @@ class RangeScanIT {
         }
         assertEquals(
                 List.of("none", "sai", "needle ordered index (rix)"),
-                r.writes().stream().map(RangeBench.WriteResult::index).toList());
+                r.writes().stream().map(RangeResult.WriteResult::index).toList());
         double shortRows = r.mixes().get(0).rowsMean(),
                 longRows = r.mixes().get(1).rowsMean();
         assertTrue(shortRows < 10 && longRows > 900, "rows per query: " + shortRows + " and " + longRows);
         assertEquals(2 * 2 * 5, r.clients().size(), "a point per mix, thread count and variant: " + r.clients());
-        for (RangeBench.ClientsResult p : r.clients()) {
+        for (RangeResult.ClientsResult p : r.clients()) {
             assertEquals(0, p.wrongResults(), p + ": the variants answered differently");
             assertTrue(p.queriesPerSecond() > 0 && p.latency().medianMs() > 0, p.toString());
         }
@@ -175,7 +176,7 @@ class RangeScanIT {
                  "load_threads": 8, "seed": 8, "cluster": {"nodes": 3, "replication_factor": 3},
                  "clients": {"threads": [1, 3], "queries": 4}, "leaf_sizes": [32, 256]}
                 """);
-        RangeBench.Result r = new RangeBench(RangeExperiment.read(file), cluster, System.out)
+        RangeResult r = new RangeBench(RangeExperiment.read(file), cluster, System.out)
                 .run("RangeScanIT", dir.resolve("out-leaves"));
         assertEquals(0, r.mixes().get(0).wrongResults(), "the variants answered differently");
         assertEquals(
@@ -188,7 +189,7 @@ class RangeScanIT {
                 "smaller leaves, more of them: " + r.leaves());
         assertEquals(
                 List.of("none", "needle ordered index (rix), leaf 32", "needle ordered index (rix), leaf 256"),
-                r.writes().stream().map(RangeBench.WriteResult::index).toList());
+                r.writes().stream().map(RangeResult.WriteResult::index).toList());
         assertEquals(2 * 3, r.clients().size(), "a point per thread count and variant: " + r.clients());
         assertTrue(r.clients().stream().allMatch(p -> p.wrongResults() == 0), "the same answers: " + r.clients());
     }
