@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check lint-python test test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -29,7 +29,32 @@ help:
 	@echo "                    bench-range-mixes; ARGS=\"--scale 0.1\" for a quick run)"
 	@echo "make clean          remove build output"
 
-test: test-java test-python test-rust
+# Two lanes at once, since the cluster tests leave part of the two cores idle: the tests that start
+# Cassandra nodes, one after another at normal priority (their output as it comes), and the rest
+# (Rust, the Python package, lint) at the lowest CPU priority, their output shown when they finish.
+# The low lane runs in a session of its own whose scheduling group is at nice 19: with Linux's
+# automatic process groups, nice alone only orders processes within one session, and each Cassandra
+# node has its own. Ctrl-C stops both lanes.
+TEST_LOG := $(CURDIR)/target/test-without-cluster.log
+test:
+	@$(MAKE) --no-print-directory -j2 test-with-cluster test-without-cluster-quiet
+
+# Each lane runs its parts one after another: two clusters at once would contend for the same
+# addresses and ports.
+test-with-cluster:
+	@$(MAKE) --no-print-directory test-java
+	@$(MAKE) --no-print-directory test-cluster-tool
+
+test-without-cluster:
+	@$(MAKE) --no-print-directory test-rust
+	@$(MAKE) --no-print-directory test-python-package
+
+test-without-cluster-quiet:
+	@mkdir -p $(dir $(TEST_LOG))
+	@echo "tests without a cluster: running at the lowest priority, output in $(TEST_LOG) when they finish"
+	@setsid bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 $(MAKE) --no-print-directory test-without-cluster' \
+	  > $(TEST_LOG) 2>&1 & lane=$$!; trap 'kill -- -$$lane 2>/dev/null' INT TERM; wait $$lane; rc=$$?; \
+	  echo "----- tests without a cluster (exit $$rc) -----"; cat $(TEST_LOG); exit $$rc
 
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
@@ -37,8 +62,8 @@ test: test-java test-python test-rust
 check: lint-python s3-server
 	cd java && $(MVN) -DskipITs install
 	cd rust && cargo fmt --all -- --check
-	cd rust && cargo clippy --release --all-targets -- -D warnings
-	cd rust && cargo test --release
+	cd rust && cargo clippy --all-targets -- -D warnings
+	cd rust && cargo test
 	$(PYTHON) -m pytest -q bench/plot
 
 test-java:
@@ -54,15 +79,24 @@ lint-python: $(LINT_VENV)/requirements-lint.txt
 	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(LINT_VENV)/bin/mypy --config-file python/pyproject.toml python/needle
 
-test-python: lint-python python-package
-	$(PYTHON) -m pytest -q deploy/tests bench/plot
+test-python: test-cluster-tool test-python-package
+
+# The cluster tool's tests start real nodes.
+test-cluster-tool:
+	$(PYTHON) -m pytest -q deploy/tests
+
+# The tests build the package's native module without optimizations (the same code, built in a
+# fraction of the time); `make python-package` alone builds it as pip does for a user.
+test-python-package: lint-python
+	$(MAKE) --no-print-directory python-package MATURIN_ARGS="--profile dev"
+	$(PYTHON) -m pytest -q bench/plot
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
 # The Python package (python/, built from source by pip through maturin) in a private virtualenv
 # with its pinned test dependencies: `pip install ./python` is what a user runs.
 PY_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-python
 python-package: $(PY_VENV)/requirements-test.txt
-	PATH="$(PY_VENV)/bin:$$PATH" $(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation ./python
+	PATH="$(PY_VENV)/bin:$$PATH" MATURIN_PEP517_ARGS="$(MATURIN_ARGS)" $(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation ./python
 
 $(PY_VENV)/requirements-test.txt: python/requirements-test.txt
 	rm -rf $(PY_VENV)
@@ -86,9 +120,9 @@ $(S3_SERVER)/bin/s3s-fs:
 
 test-rust: s3-server
 	cd rust && cargo fmt --all -- --check
-	cd rust && cargo test --release
-	cd rust && cargo clippy --release --all-targets -- -D warnings
-	cd rust && cargo clippy --release -p needle-python -- -D warnings
+	cd rust && cargo test
+	cd rust && cargo clippy --all-targets -- -D warnings
+	cd rust && cargo clippy -p needle-python -- -D warnings
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against

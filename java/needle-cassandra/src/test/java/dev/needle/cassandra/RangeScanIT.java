@@ -113,13 +113,13 @@ class RangeScanIT {
         Path file = dir.resolve("range-it.json");
         Files.writeString(file, """
                 {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "coordinator-scan", "hybrid"],
-                 "rows": 2000, "columns": 2, "value_bytes": 20,
+                 "rows": 1200, "columns": 2, "value_bytes": 20,
                  "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
                            {"label": "long", "min_length": 0.5, "max_length": 0.9}],
                  "queries_per_mix": 3, "warmup_queries": 1, "consistency": "QUORUM",
                  "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
                  "load_threads": 8, "seed": 7, "cluster": {"nodes": 3, "replication_factor": 3},
-                 "clients": {"threads": [1, 3], "queries": 4}}
+                 "clients": {"threads": [3], "queries": 4}}
                 """);
         RangeResult r =
                 new RangeBench(RangeExperiment.read(file), cluster, System.out).run("RangeScanIT", dir.resolve("out"));
@@ -155,15 +155,15 @@ class RangeScanIT {
                 r.writes().stream().map(RangeResult.WriteResult::index).toList());
         double shortRows = r.mixes().get(0).rowsMean(),
                 longRows = r.mixes().get(1).rowsMean();
-        assertTrue(shortRows < 10 && longRows > 900, "rows per query: " + shortRows + " and " + longRows);
-        assertEquals(2 * 2 * 5, r.clients().size(), "a point per mix, thread count and variant: " + r.clients());
+        assertTrue(shortRows < 10 && longRows > 500, "rows per query: " + shortRows + " and " + longRows);
+        assertEquals(2 * 5, r.clients().size(), "a point per mix and variant: " + r.clients());
         for (RangeResult.ClientsResult p : r.clients()) {
             assertEquals(0, p.wrongResults(), p + ": the variants answered differently");
             assertTrue(p.queriesPerSecond() > 0 && p.latency().medianMs() > 0, p.toString());
         }
     }
 
-    /** A small experiment of Needle's index at two leaf sizes, from one and three client threads. */
+    /** A small experiment of Needle's index at two leaf sizes, from three client threads. */
     private void leafSizeExperiment(LocalCluster cluster, CqlSession s) throws Exception {
         s.execute(SimpleStatement.newInstance("DROP KEYSPACE rq").setTimeout(Duration.ofSeconds(60)));
         Path file = dir.resolve("range-it-leaves.json");
@@ -174,7 +174,7 @@ class RangeScanIT {
                  "queries_per_mix": 2, "warmup_queries": 0, "consistency": "QUORUM",
                  "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
                  "load_threads": 8, "seed": 8, "cluster": {"nodes": 3, "replication_factor": 3},
-                 "clients": {"threads": [1, 3], "queries": 4}, "leaf_sizes": [32, 256]}
+                 "clients": {"threads": [3], "queries": 4}, "leaf_sizes": [32, 256]}
                 """);
         RangeResult r = new RangeBench(RangeExperiment.read(file), cluster, System.out)
                 .run("RangeScanIT", dir.resolve("out-leaves"));
@@ -190,7 +190,7 @@ class RangeScanIT {
         assertEquals(
                 List.of("none", "needle ordered index (rix), leaf 32", "needle ordered index (rix), leaf 256"),
                 r.writes().stream().map(RangeResult.WriteResult::index).toList());
-        assertEquals(2 * 3, r.clients().size(), "a point per thread count and variant: " + r.clients());
+        assertEquals(3, r.clients().size(), "a point per variant: " + r.clients());
         assertTrue(r.clients().stream().allMatch(p -> p.wrongResults() == 0), "the same answers: " + r.clients());
     }
 

@@ -150,20 +150,21 @@ public final class LocalCluster implements AutoCloseable {
         return dir;
     }
 
-    /** Flushes the memtables of {@code keyspace} (all its tables when {@code tables} is empty) on one node. */
+    /**
+     * Flushes the memtables of {@code keyspace} (all its tables when {@code tables} is empty) on one
+     * node: the StorageService operation {@code nodetool flush} calls, invoked directly over JMX
+     * (a nodetool process costs about a second to start, and the randomized tests flush often).
+     */
     public void flush(int node, String keyspace, String... tables) throws IOException {
-        nodetool(node, "flush", keyspace, tables);
+        jmxInvoke(node, STORAGE_SERVICE, "forceKeyspaceFlush", keyspace, tables);
     }
 
-    /** A major compaction of {@code keyspace} (all its tables when {@code tables} is empty) on one node. */
+    /**
+     * A major compaction of {@code keyspace} (all its tables when {@code tables} is empty) on one
+     * node, as {@code nodetool compact} runs it (over JMX, as {@link #flush}).
+     */
     public void compact(int node, String keyspace, String... tables) throws IOException {
-        nodetool(node, "compact", keyspace, tables);
-    }
-
-    private void nodetool(int node, String verb, String keyspace, String... tables) throws IOException {
-        List<String> args = new ArrayList<>(List.of(verb, keyspace));
-        args.addAll(Arrays.asList(tables));
-        nodetool(node, args.toArray(new String[0]));
+        jmxInvoke(node, STORAGE_SERVICE, "forceKeyspaceCompaction", false, keyspace, tables);
     }
 
     /** Runs {@code nodetool ARGS} against one node; returns its output, throws if it fails. */
@@ -362,7 +363,12 @@ public final class LocalCluster implements AutoCloseable {
         awaitMetric(node, keyspace, table, "Ready", v -> v == 1, Duration.ofMinutes(2));
     }
 
-    /** Invokes a JMX operation of a node (arguments of primitive or String types); returns its result. */
+    private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
+
+    /**
+     * Invokes a JMX operation of a node (arguments of primitive types, String or String[]); returns
+     * its result.
+     */
     public Object jmxInvoke(int node, String objectName, String operation, Object... args) throws IOException {
         String[] signature = new String[args.length];
         for (int i = 0; i < args.length; i++) {
