@@ -75,17 +75,24 @@ public final class LocalCluster implements AutoCloseable {
     /**
      * Starts N nodes with the plugin jar and the Needle query handler in a new temporary folder; the
      * tool and the jar come from the system properties {@code needle.cluster.tool} and
-     * {@code needle.plugin.jar} (set by the build). Extra arguments go to {@code needle-cluster up}.
+     * {@code needle.plugin.jar} (set by the build). The folder is made under the directory
+     * {@code needle.cluster.parent} names when that is a writable directory (the build names
+     * {@code /dev/shm}, memory, where the nodes' writes and syncs do not wait on a disk that other
+     * work shares), else under the JVM's temporary directory. Extra arguments go to
+     * {@code needle-cluster up}.
      */
     public static LocalCluster start(int nodes, String... extraUpArgs) throws IOException {
         String jar = System.getProperty("needle.plugin.jar");
         String tool = System.getProperty("needle.cluster.tool", "../../deploy/needle-cluster");
-        return start(
-                Path.of(tool),
-                jar == null ? null : Path.of(jar),
-                Files.createTempDirectory("needle-cluster"),
-                nodes,
-                extraUpArgs);
+        return start(Path.of(tool), jar == null ? null : Path.of(jar), newClusterDir(), nodes, extraUpArgs);
+    }
+
+    private static Path newClusterDir() throws IOException {
+        String parent = System.getProperty("needle.cluster.parent", "");
+        if (!parent.isEmpty() && Files.isDirectory(Path.of(parent)) && Files.isWritable(Path.of(parent))) {
+            return Files.createTempDirectory(Path.of(parent), "needle-cluster");
+        }
+        return Files.createTempDirectory("needle-cluster");
     }
 
     /**
