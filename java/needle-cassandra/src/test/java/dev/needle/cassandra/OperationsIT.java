@@ -184,10 +184,7 @@ class OperationsIT {
             if (i % 2 == 0) {
                 t.write(session, ONE, "DELETE FROM %s WHERE pk = ?", i / 2);
             }
-            cluster.jmxInvoke(
-                    1, "org.apache.cassandra.db:type=StorageService", "forceKeyspaceFlush", "ks", new String[] {
-                        "many", "many_twin"
-                    });
+            cluster.flush(1, "ks", "many", "many_twin");
         }
         long sstables = liveSSTables("many");
         assertTrue(sstables >= count, sstables + " SSTables");

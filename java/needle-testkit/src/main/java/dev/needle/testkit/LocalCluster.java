@@ -28,6 +28,8 @@ import javax.management.remote.JMXServiceURL;
  * {@code deploy/needle-cluster}. Closing it always takes every node down and removes its folder.
  */
 public final class LocalCluster implements AutoCloseable {
+    private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
+
     private final Path tool;
     private final Path dir;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
@@ -89,8 +91,9 @@ public final class LocalCluster implements AutoCloseable {
 
     private static Path newClusterDir() throws IOException {
         String parent = System.getProperty("needle.cluster.parent", "");
-        if (!parent.isEmpty() && Files.isDirectory(Path.of(parent)) && Files.isWritable(Path.of(parent))) {
-            return Files.createTempDirectory(Path.of(parent), "needle-cluster");
+        Path dir = Path.of(parent);
+        if (!parent.isEmpty() && Files.isDirectory(dir) && Files.isWritable(dir)) {
+            return Files.createTempDirectory(dir, "needle-cluster");
         }
         return Files.createTempDirectory("needle-cluster");
     }
@@ -369,8 +372,6 @@ public final class LocalCluster implements AutoCloseable {
     public void awaitReady(int node, String keyspace, String table) throws IOException {
         awaitMetric(node, keyspace, table, "Ready", v -> v == 1, Duration.ofMinutes(2));
     }
-
-    private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
 
     /**
      * Invokes a JMX operation of a node (arguments of primitive types, String or String[]); returns
