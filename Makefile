@@ -18,7 +18,7 @@ help:
 	@echo "make bench-filters  JMH: Needle's filters against CuckooFilter4J, fastfilter_java, Guava"
 	@echo "make bench-partition-index  the partition index against the published numbers"
 	@echo "make bench-data-lake  point lookups in up to 5,000 Parquet files: DuckDB alone against DuckDB over Needle's candidates"
-	@echo "make bench-data-lake-object-store  the same on an S3-compatible server 20 ms away: Needle against DuckDB (about 25 minutes)"
+	@echo "make bench-data-lake-object-store  the same on an S3-compatible server 20 ms away: Needle against DuckDB, DataFusion alone against DataFusion with Needle (about 30 minutes)"
 	@echo "make bench-data-lake-datafusion  point lookups in 5,000 Parquet files through DataFusion: alone against DataFusion with Needle's table provider"
 	@echo "make calibrate-latency  what the emulated internode latency adds, per profile (a few minutes)"
 	@echo "make bench-scheme1  Tables 1-5 of the 2022 Journal of Big Data paper, stock against Needle (about 25 minutes)"

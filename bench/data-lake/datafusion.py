@@ -92,7 +92,11 @@ def measure(args, raw: Path) -> None:
         shutil.rmtree(data)
 
 
-def summarize(rows: list[dict], args) -> dict:
+def summarize(
+    rows: list[dict], args, benchmark: str = "datafusion", storage: str = "local disk, warm page cache"
+) -> dict:
+    """Medians, ratios and targets of one run of the Rust lookups (``args``: files, rows, queries,
+    new_queries); ``benchmark`` names its targets and its section in the data-lake summary."""
     registration = next(r for r in rows if r.get("registration"))
     lookups = [r for r in rows if not r.get("registration")]
     med, p99 = {}, {}
@@ -117,7 +121,7 @@ def summarize(rows: list[dict], args) -> dict:
         targets.append(
             {
                 "target": f"{kind} values: DataFusion alone / DataFusion with Needle median, context kept, >= 20",
-                "benchmark": "datafusion",
+                "benchmark": benchmark,
                 "files": args.files,
                 "kind": kind,
                 "value": round(ratio, 1),
@@ -128,6 +132,7 @@ def summarize(rows: list[dict], args) -> dict:
         "experiment": "point lookups in a Parquet table: DataFusion alone against DataFusion with Needle",
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "config": {
+            "storage": storage,
             "files": args.files,
             "rows_per_file": args.rows,
             "queries": args.queries,
@@ -158,11 +163,12 @@ def cargo_version(package: str) -> str:
     return "unknown"
 
 
-def merge_into(path: Path, summary: dict) -> None:
-    """Puts the DataFusion rows into the data-lake benchmark's summary, beside DuckDB's."""
+def merge_into(path: Path, summary: dict, section: str = "datafusion") -> None:
+    """Puts the DataFusion rows into the data-lake benchmark's summary, beside DuckDB's, as
+    ``section`` (which their targets name as their benchmark)."""
     whole = json.loads(path.read_text())
-    whole["datafusion"] = {k: summary[k] for k in ("config", "registration_ms", "medians", "ratios")}
-    whole["targets"] = [t for t in whole["targets"] if t.get("benchmark") != "datafusion"] + summary["targets"]
+    whole[section] = {k: summary[k] for k in ("config", "registration_ms", "medians", "ratios")}
+    whole["targets"] = [t for t in whole["targets"] if t.get("benchmark") != section] + summary["targets"]
     whole["targets_met"] = sum(t["met"] for t in whole["targets"])
     whole["targets_checked"] = len(whole["targets"])
     path.write_text(json.dumps(whole, indent=1) + "\n")

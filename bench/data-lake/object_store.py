@@ -14,8 +14,13 @@ server sees it: the latency of a distant object store. Present and absent keys a
                    after a first query (footers and Bloom filters it has read are kept).
 
 Each query is answered by the three in a random order; every answer's row count is compared.
-Requests and bytes are counted at the proxy, for every method alike. Results:
-``bench/results/data-lake-object-store/{queries.csv,summary.json}``.
+Requests and bytes are counted at the proxy, for every method alike. Then, through the same
+proxy, DataFusion alone against DataFusion with Needle (``datafusion.py``'s lookups in Rust, the
+table read from the server; ``--datafusion-queries`` per kind, the first also in a new context;
+DataFusion's target partitions as many as DuckDB's threads). Results:
+``bench/results/data-lake-object-store/{queries.csv,summary.json,datafusion-N.jsonl}``; the
+DataFusion medians and targets of the largest table also go into
+``bench/results/data-lake/summary.json`` (section ``datafusion-object-store``).
 
     bench/data-lake/object_store.py                          # the default sizes (about 4.3 GB under --data)
     bench/data-lake/object_store.py --files 100 --queries 3  # a quick one
@@ -39,6 +44,8 @@ import time
 from pathlib import Path
 
 import duckdb
+from datafusion import merge_into
+from datafusion import summarize as summarize_datafusion
 from latency_proxy import LatencyProxy
 from tables import key_of, log, timed, write_files
 
@@ -146,6 +153,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/data-lake-object-store")
     ap.add_argument("--keep", action="store_true", help="keep the server's files")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--datafusion-queries", type=int, default=5, help="DataFusion's queries per kind (0: none)")
+    ap.add_argument("--summary", type=Path, default=ROOT / "bench/results/data-lake/summary.json")
     args = ap.parse_args()
     sizes = [int(s) for s in args.files.split(",")]
     binary = ROOT / "rust/target/release/needle"
@@ -227,6 +236,8 @@ def main() -> None:
                         sys.exit(f"answers differ for key {key} ({kind}) at {n} files: {answers}")
                 log(f"  {n} files: query {q + 1} of {args.queries}")
             warm.close()
+            if args.datafusion_queries:
+                run_datafusion(args, table, n, proxy.port)
     finally:
         proxy.close()
         server.kill()
@@ -242,8 +253,36 @@ def main() -> None:
         w.writeheader()
         w.writerows(rows_out)
     summary = summarize(rows_out, builds, sizes, args)
+    if args.datafusion_queries:
+        largest = max(sizes)
+        raw = args.out / f"datafusion-{largest}.jsonl"
+        rows = [json.loads(line) for line in raw.read_text().splitlines()]
+        run = argparse.Namespace(files=largest, rows=args.rows, queries=args.datafusion_queries, new_queries=1)
+        storage = f"S3 API (s3s-fs), {args.delay_ms:g} ms added per request"
+        df = summarize_datafusion(rows, run, "datafusion-object-store", storage)
+        df["config"]["target_partitions"] = args.duckdb_threads
+        summary["datafusion"] = df
+        summary["targets"] |= {t["target"] + " (DataFusion on S3)": t for t in df["targets"]}
+        merge_into(args.summary, df, "datafusion-object-store")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     log(f"wrote {args.out}/summary.json")
+
+
+def run_datafusion(args, table: str, files: int, port: int) -> None:
+    """DataFusion alone and with Needle on ``table``, through the proxy on ``port``."""
+    log(f"DataFusion on {table}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            "cargo", "bench", "-q", "-p", "needle-datafusion", "--bench", "point_lookups", "--",
+            "--table", table, "--rows", str(args.rows), "--files", str(files),
+            "--queries", str(args.datafusion_queries), "--new-queries", "1",
+            "--partitions", str(args.duckdb_threads), "--out", str(args.out / f"datafusion-{files}.jsonl"),
+        ],
+        cwd=ROOT / "rust",
+        env=needle_env(port),
+        check=True,
+    )  # fmt: skip
 
 
 def summarize(rows_out: list[dict], builds: dict, sizes: list[int], args) -> dict:

@@ -20,6 +20,15 @@ fn succeeded(o: std::process::Output) -> std::process::Output {
     o
 }
 
+/// Runs `needle` with the server's environment.
+fn needle_on(server: &S3Server, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_needle"))
+        .args(args)
+        .envs(server.env())
+        .output()
+        .unwrap()
+}
+
 fn location(server: &S3Server, url: &str) -> Location {
     Location::with_options(url, server.env()).unwrap()
 }
@@ -49,16 +58,22 @@ fn lookups_equal_a_full_scan_in_three_round_trips_to_the_index() {
     let table = server.bucket("lake").join("t");
     generate(&table, 8, 3, 400);
     // By file on `id`, next to the table; by row group on `name`, at an index URL of its own.
-    succeeded(server.needle(&["index-parquet", "s3://lake/t", "--column", "id"]));
-    succeeded(server.needle(&[
-        "index-parquet",
-        "s3://lake/t",
-        "--column",
-        "name",
-        "--row-groups",
-        "--index",
-        "s3://lake/indexes/t-name",
-    ]));
+    succeeded(needle_on(
+        &server,
+        &["index-parquet", "s3://lake/t", "--column", "id"],
+    ));
+    succeeded(needle_on(
+        &server,
+        &[
+            "index-parquet",
+            "s3://lake/t",
+            "--column",
+            "name",
+            "--row-groups",
+            "--index",
+            "s3://lake/indexes/t-name",
+        ],
+    ));
     let t = location(&server, "s3://lake/t");
     let name_index = location(&server, "s3://lake/indexes/t-name");
     let probes: Vec<(String, Value, Option<&Location>)> = (0..5200i64)
@@ -100,7 +115,7 @@ fn lookups_equal_a_full_scan_in_three_round_trips_to_the_index() {
     );
 
     // The command prints the same rows, and the requests it made.
-    let o = succeeded(server.needle(&["lookup", "s3://lake/t", "42"]));
+    let o = succeeded(needle_on(&server, &["lookup", "s3://lake/t", "42"]));
     let lines = String::from_utf8(o.stdout.clone()).unwrap().lines().count();
     assert_eq!(lines, full_scan(&table, "id", &Value::Int(42)).len());
     assert!(
@@ -125,7 +140,7 @@ fn a_new_publication_replaces_the_last_and_removes_its_segments() {
         "--staging",
         staging_arg,
     ];
-    let o = succeeded(server.needle(&index_args));
+    let o = succeeded(needle_on(&server, &index_args));
     assert!(String::from_utf8_lossy(&o.stdout).contains("indexed 6 partitions"));
     let first = segment_objects(&table.join(pq::INDEX_SUBDIR));
     assert_eq!(first.len(), 1);
@@ -138,7 +153,7 @@ fn a_new_publication_replaces_the_last_and_removes_its_segments() {
         table.join("later").join("part-900.parquet"),
     )
     .unwrap();
-    let o = succeeded(server.needle(&index_args));
+    let o = succeeded(needle_on(&server, &index_args));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         out.contains("indexed 1 partitions") && out.contains("5 unchanged, 1 removed"),
@@ -168,7 +183,7 @@ fn what_fails_says_so() {
     let table = server.bucket("lake").join("t");
     generate(&table, 2, 1, 50);
 
-    let o = server.needle(&["lookup", "s3://lake/t", "1"]);
+    let o = needle_on(&server, &["lookup", "s3://lake/t", "1"]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("holds no published index"),
@@ -188,7 +203,10 @@ fn what_fails_says_so() {
         stderr(&o)
     );
 
-    let o = server.needle(&["index-parquet", "s3://lake/t", "--column", "nope"]);
+    let o = needle_on(
+        &server,
+        &["index-parquet", "s3://lake/t", "--column", "nope"],
+    );
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("s3://lake/t/part-000.parquet has no column \"nope\""),
@@ -196,12 +214,18 @@ fn what_fails_says_so() {
         stderr(&o)
     );
 
-    succeeded(server.needle(&["index-parquet", "s3://lake/t", "--column", "id"]));
-    let o = server.needle(&["lookup", "s3://lake/t", "1", "--version", "3"]);
+    succeeded(needle_on(
+        &server,
+        &["index-parquet", "s3://lake/t", "--column", "id"],
+    ));
+    let o = needle_on(&server, &["lookup", "s3://lake/t", "1", "--version", "3"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--version reads a local Delta table"));
 
-    let o = server.needle(&["lookup", "s3://lake/t", "1", "--index", "/tmp/local-index"]);
+    let o = needle_on(
+        &server,
+        &["lookup", "s3://lake/t", "1", "--index", "/tmp/local-index"],
+    );
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("the index is a URL too"),
@@ -219,7 +243,7 @@ fn what_fails_says_so() {
         .unwrap()
         .to_string();
     std::fs::remove_file(table.join("part-000.parquet")).unwrap();
-    let o = server.needle(&["lookup", "s3://lake/t", &in_first_file]);
+    let o = needle_on(&server, &["lookup", "s3://lake/t", &in_first_file]);
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("s3://lake/t/part-000.parquet (not found)"),
@@ -232,7 +256,7 @@ fn what_fails_says_so() {
         b"{ not json",
     )
     .unwrap();
-    let o = server.needle(&["lookup", "s3://lake/t", "1"]);
+    let o = needle_on(&server, &["lookup", "s3://lake/t", "1"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("is damaged"), "{}", stderr(&o));
 }

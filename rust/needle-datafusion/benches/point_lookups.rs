@@ -13,6 +13,10 @@
 //! Methods run in a random order for each query; every answer is checked (one row for a present
 //! key, none for an absent one). One JSON object per query and method goes to `--out`.
 //!
+//! The table may be a prefix of an object store (`--table s3://bucket/t`, the store configured
+//! from the environment as `needle` reads it); DataFusion alone then reads it through the same
+//! `object_store` client.
+//!
 //! ```text
 //! cargo bench -p needle-datafusion --bench point_lookups -- --table DIR --rows 20000 --files 5000 \
 //!     --queries 50 --new-queries 5 --out results.jsonl
@@ -21,6 +25,7 @@
 use clap::Parser;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use needle_datafusion::NeedleTable;
+use needle_lake::object::{self, Location};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -37,9 +42,10 @@ fn key_of(i: u64) -> i64 {
 /// Point lookups: DataFusion alone against DataFusion with Needle.
 #[derive(Parser)]
 struct Args {
-    /// The table: a directory of Parquet files indexed by `needle index-parquet --column key`.
+    /// The table: a directory of Parquet files indexed by `needle index-parquet --column key`,
+    /// or a prefix of an object store (`s3://bucket/t`) with a published index.
     #[arg(long)]
-    table: PathBuf,
+    table: String,
     /// Rows per file.
     #[arg(long, default_value_t = 20_000)]
     rows: u64,
@@ -55,6 +61,9 @@ struct Args {
     /// Where the measurements go, one JSON object per line.
     #[arg(long, default_value = "point_lookups.jsonl")]
     out: PathBuf,
+    /// DataFusion's target partitions (its files read at once).
+    #[arg(long, default_value_t = 2)]
+    partitions: usize,
     /// Seed of the queries' keys and of the methods' order.
     #[arg(long, default_value_t = 2024)]
     seed: u64,
@@ -79,21 +88,29 @@ impl Rng {
     }
 }
 
-fn context() -> SessionContext {
-    // Two threads, as the DuckDB runs of the same benchmark use.
-    SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2))
+fn context(partitions: usize) -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions))
 }
 
 async fn plain(ctx: &SessionContext, table: &str) {
-    ctx.register_parquet("t", table, ParquetReadOptions::default())
+    let mut path = table.to_string();
+    if object::is_url(table) {
+        let store = Location::parse(table).expect("open the object store");
+        ctx.register_object_store(&store.store_url().expect("a store URL"), store.store());
+        path = format!("{}/", table.trim_end_matches('/'));
+    }
+    ctx.register_parquet("t", &path, ParquetReadOptions::default())
         .await
         .expect("register the table");
 }
 
 async fn needle(ctx: &SessionContext, table: &str) {
-    let t = NeedleTable::open(ctx, table, None)
-        .await
-        .expect("open the table and its index");
+    let t = if object::is_url(table) {
+        NeedleTable::open_url(ctx, table, None).await
+    } else {
+        NeedleTable::open(ctx, table, None).await
+    };
+    let t = t.expect("open the table and its index");
     ctx.register_table("t", Arc::new(t)).expect("register");
 }
 
@@ -113,16 +130,16 @@ async fn count(ctx: &SessionContext, key: i64) -> usize {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let a = Args::parse();
-    let table = a.table.display().to_string();
+    let table = a.table.clone();
     let total = a.files * a.rows;
     let mut rng = Rng(a.seed);
     let mut out = std::fs::File::create(&a.out).expect("create --out");
 
-    let kept_plain = context();
+    let kept_plain = context(a.partitions);
     let t = Instant::now();
     plain(&kept_plain, &table).await;
     let plain_open = t.elapsed().as_secs_f64() * 1e3;
-    let kept_needle = context();
+    let kept_needle = context(a.partitions);
     let t = Instant::now();
     needle(&kept_needle, &table).await;
     let needle_open = t.elapsed().as_secs_f64() * 1e3;
@@ -162,12 +179,12 @@ async fn main() {
                     "datafusion" => count(&kept_plain, key).await,
                     "needle+datafusion" => count(&kept_needle, key).await,
                     "datafusion-new" => {
-                        let ctx = context();
+                        let ctx = context(a.partitions);
                         plain(&ctx, &table).await;
                         count(&ctx, key).await
                     }
                     _ => {
-                        let ctx = context();
+                        let ctx = context(a.partitions);
                         needle(&ctx, &table).await;
                         count(&ctx, key).await
                     }

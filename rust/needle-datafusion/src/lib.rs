@@ -1,8 +1,9 @@
 //! Needle's partition index inside DataFusion.
 //!
 //! [`NeedleTable`] is a [`TableProvider`](datafusion::catalog::TableProvider) over a directory of
-//! Parquet files indexed by `needle index-parquet`: a query that asks for rows whose indexed
-//! column equals one of a few values reads only the files (or row groups) that may hold them.
+//! Parquet files indexed by `needle index-parquet`, on a local disk or on object storage
+//! ([`NeedleTable::open_url`]): a query that asks for rows whose indexed column equals one of a
+//! few values reads only the files (or row groups) that may hold them.
 //!
 //! ```no_run
 //! # async fn run() -> datafusion::error::Result<()> {

@@ -18,14 +18,18 @@ use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 use needle_index::{Index, Options};
+use needle_lake::object::{Location, RemoteFiles, RemoteIndex};
 use needle_lake::pq::{self, ParquetMeta, INDEX_SUBDIR};
 use needle_lake::Key;
+use object_store::path::Path as ObjectPath;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A directory of Parquet files indexed by `needle index-parquet`, as a DataFusion table.
+/// A directory of Parquet files indexed by `needle index-parquet`, as a DataFusion table: on a
+/// local disk ([`NeedleTable::open`]) or below a prefix of an object store
+/// ([`NeedleTable::open_url`]).
 ///
 /// A scan whose filters say the indexed column equals one of a few values (`=`, `IN`, `OR`s of
 /// those) reads only the files the index names for those values (only their row groups, for an
@@ -34,16 +38,25 @@ use std::sync::Arc;
 /// as on any Parquet table; the index only chooses the files. Every other scan reads every file,
 /// as a [`ListingTable`] over the directory does.
 ///
-/// The index is opened again for each scan (a snapshot, no lock), so a query sees the index as
-/// its last run of `needle index-parquet` left it, and the files as they are when it runs.
+/// The index is opened again for each scan (a snapshot, no lock; on an object store, its current
+/// publication), so a query sees the index as its last run of `needle index-parquet` left it,
+/// and the files as they are when it runs.
 #[derive(Debug)]
 pub struct NeedleTable {
-    dir: PathBuf,
-    index_dir: PathBuf,
+    source: Source,
     meta: ParquetMeta,
     /// Every file of the directory: the schema, the options, and the scans the index cannot narrow.
     all: Arc<ListingTable>,
     counters: Counters,
+}
+
+/// Where the files and the index are.
+#[derive(Debug)]
+enum Source {
+    /// A local directory and its index's directory.
+    Local { dir: PathBuf, index_dir: PathBuf },
+    /// A prefix of an object store and its published index.
+    Remote { table: Location, index: Location },
 }
 
 /// What the scans of a [`NeedleTable`] have read so far.
@@ -86,17 +99,62 @@ impl NeedleTable {
             .transpose()?
             .unwrap_or_else(|| dir.join(INDEX_SUBDIR));
         let meta = ParquetMeta::load(&index_dir).map_err(df_err)?;
+        let url = format!("{}/", dir.display());
+        NeedleTable::with_source(ctx, Source::Local { dir, index_dir }, meta, &url).await
+    }
+
+    /// Opens the Parquet files below `table`, a prefix of an object store (`s3://bucket/events`;
+    /// `gs://` and `az://` too), and the index `needle index-parquet` published for them
+    /// (`index`, by default `TABLE/.needle-index`). The store is configured from the environment
+    /// as its own tools are (for S3: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+    /// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`).
+    pub async fn open_url(
+        ctx: &SessionContext,
+        table: &str,
+        index: Option<&str>,
+    ) -> DfResult<NeedleTable> {
+        let table = Location::parse(table).map_err(df_err)?;
+        let index = index.map(Location::parse).transpose().map_err(df_err)?;
+        NeedleTable::open_location(ctx, table, index).await
+    }
+
+    /// [`NeedleTable::open_url`] with the stores opened by the caller (for example with
+    /// [`Location::with_options`], credentials not from the environment). The table's store is
+    /// registered with `ctx` for its bucket, so DataFusion reads the files through the same
+    /// client.
+    pub async fn open_location(
+        ctx: &SessionContext,
+        table: Location,
+        index: Option<Location>,
+    ) -> DfResult<NeedleTable> {
+        let index = match index {
+            Some(l) => l,
+            None => table.child(INDEX_SUBDIR).map_err(df_err)?,
+        };
+        ctx.register_object_store(&table.store_url().map_err(df_err)?, table.store());
+        let opened = index.clone();
+        let meta = blocking(move || RemoteIndex::open(&opened).map(|ix| ix.meta().clone())).await?;
+        let url = format!("{}/", table.url_of("").trim_end_matches('/'));
+        NeedleTable::with_source(ctx, Source::Remote { table, index }, meta, &url).await
+    }
+
+    async fn with_source(
+        ctx: &SessionContext,
+        source: Source,
+        meta: ParquetMeta,
+        url: &str,
+    ) -> DfResult<NeedleTable> {
         let state = ctx.state();
-        let url = ListingTableUrl::parse(format!("{}/", dir.display()))?;
+        let url = ListingTableUrl::parse(url)?;
         let options =
             ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
         let schema = options.infer_schema(&state, &url).await?;
         if schema.field_with_name(&meta.column).is_err() {
             return Err(DataFusionError::Plan(format!(
                 "the index {} is on column {:?}, which no file of {} has",
-                index_dir.display(),
+                source.index_name(),
                 meta.column,
-                dir.display()
+                url
             )));
         }
         let config = ListingTableConfig::new(url)
@@ -105,8 +163,7 @@ impl NeedleTable {
         let all = ListingTable::try_new(config)?
             .with_cache(state.runtime_env().cache_manager.get_file_statistic_cache());
         Ok(NeedleTable {
-            dir,
-            index_dir,
+            source,
             meta,
             all: Arc::new(all),
             counters: Counters::default(),
@@ -131,54 +188,161 @@ impl NeedleTable {
 
     /// The files (relative paths) that may hold `values`, each with the row groups to read
     /// (`None`: the whole file), and how many of them the index does not cover.
-    fn candidates(&self, values: &[Key]) -> DfResult<(BTreeMap<String, Option<RowGroups>>, u64)> {
-        // A snapshot takes no lock: a query during an indexing run answers instead of failing.
-        let ix = Index::open_snapshot(&self.index_dir, Options::default())
-            .map_err(|e| df_err(e.into()))?;
-        // The files indexed whole (their mark is in), and their row groups.
-        let mut covered = BTreeSet::new();
-        let mut row_groups: BTreeMap<String, usize> = BTreeMap::new();
-        for p in ix.partitions().into_iter().filter(|p| !p.removed) {
-            let (file, rg) = pq::split_id(&p.id);
-            if pq::marks_file(&p.id) {
-                covered.insert(file.to_string());
+    async fn candidates(
+        &self,
+        values: &[Key],
+    ) -> DfResult<(BTreeMap<String, Option<RowGroups>>, u64)> {
+        match &self.source {
+            Source::Local { dir, index_dir } => {
+                // A snapshot takes no lock: a query during an indexing run answers instead of failing.
+                let ix = Index::open_snapshot(index_dir, Options::default())
+                    .map_err(|e| df_err(e.into()))?;
+                let mut found = Vec::new();
+                for v in values {
+                    found.extend(ix.query_hash(v.hash()).map_err(|e| df_err(e.into()))?);
+                }
+                let held = Held::of(
+                    ix.partitions()
+                        .iter()
+                        .filter(|p| !p.removed)
+                        .map(|p| p.id.as_str()),
+                );
+                drop(ix);
+                let files = pq::parquet_files(dir)
+                    .map_err(df_err)?
+                    .iter()
+                    .map(|path| pq::file_id(dir, path))
+                    .collect();
+                Ok(held.narrow(found, files))
+            }
+            Source::Remote { table, index } => {
+                // The index's three round trips and the listing at once.
+                let (index, values) = (index.clone(), values.to_vec());
+                let asked = blocking(move || {
+                    let ix = RemoteIndex::open(&index)?;
+                    let mut found = Vec::new();
+                    for v in &values {
+                        found.extend(ix.candidates(v)?);
+                    }
+                    Ok((Held::of(ix.partition_ids()), found))
+                });
+                let files = RemoteFiles::new(table.clone());
+                let listed = blocking(move || files.list());
+                let ((held, found), files) = futures_join(asked, listed).await?;
+                Ok(held.narrow(found, files))
+            }
+        }
+    }
+
+    /// The file (relative path) of an object DataFusion scans.
+    fn file_of(&self, object: &ObjectPath) -> Option<String> {
+        match &self.source {
+            // Object store paths of local files have no leading `/`; the directory's own path does.
+            Source::Local { dir, .. } => {
+                Some(pq::file_id(dir, &Path::new("/").join(object.as_ref())))
+            }
+            Source::Remote { table, .. } => table.relative(object),
+        }
+    }
+
+    /// The URL DataFusion reads file `rel` at.
+    fn url_of(&self, rel: &str) -> DfResult<ListingTableUrl> {
+        match &self.source {
+            Source::Local { dir, .. } => {
+                ListingTableUrl::parse(dir.join(rel).display().to_string())
+            }
+            Source::Remote { table, .. } => ListingTableUrl::parse(table.url_of(rel)),
+        }
+    }
+}
+
+impl Source {
+    fn index_name(&self) -> String {
+        match self {
+            Source::Local { index_dir, .. } => index_dir.display().to_string(),
+            Source::Remote { index, .. } => index.url_of(""),
+        }
+    }
+}
+
+/// What an index holds: the files it covers whole (their mark is in), and how many row groups
+/// each file indexed by row group has.
+struct Held {
+    covered: BTreeSet<String>,
+    row_groups: BTreeMap<String, usize>,
+}
+
+impl Held {
+    fn of<'a>(ids: impl Iterator<Item = &'a str>) -> Held {
+        let mut held = Held {
+            covered: BTreeSet::new(),
+            row_groups: BTreeMap::new(),
+        };
+        for id in ids {
+            let (file, rg) = pq::split_id(id);
+            if pq::marks_file(id) {
+                held.covered.insert(file.to_string());
             }
             if let Some(g) = rg {
-                let n = row_groups.entry(file.to_string()).or_default();
+                let n = held.row_groups.entry(file.to_string()).or_default();
                 *n = (*n).max(g + 1);
             }
         }
-        let mut found: BTreeMap<String, Option<RowGroups>> = BTreeMap::new();
-        for v in values {
-            for id in ix.query_hash(v.hash()).map_err(|e| df_err(e.into()))? {
-                let (file, rg) = pq::split_id(&id);
-                let entry = found.entry(file.to_string()).or_insert_with(|| {
-                    rg.map(|_| RowGroups {
-                        count: row_groups.get(file).copied().unwrap_or(0),
-                        read: BTreeSet::new(),
-                    })
-                });
-                if let (Some(groups), Some(g)) = (entry.as_mut(), rg) {
-                    groups.read.insert(g);
-                }
+        held
+    }
+
+    /// The files to read, of `files` (the table's files now), for candidate partitions `found`:
+    /// the candidates still there, and every file the index does not cover (added, or indexed
+    /// in part by an interrupted run), read whole; and how many of those there are.
+    fn narrow(
+        &self,
+        found: Vec<String>,
+        files: Vec<String>,
+    ) -> (BTreeMap<String, Option<RowGroups>>, u64) {
+        let mut candidates: BTreeMap<String, Option<RowGroups>> = BTreeMap::new();
+        for id in &found {
+            let (file, rg) = pq::split_id(id);
+            let entry = candidates.entry(file.to_string()).or_insert_with(|| {
+                rg.map(|_| RowGroups {
+                    count: self.row_groups.get(file).copied().unwrap_or(0),
+                    read: BTreeSet::new(),
+                })
+            });
+            if let (Some(groups), Some(g)) = (entry.as_mut(), rg) {
+                groups.read.insert(g);
             }
         }
-        drop(ix);
-        // The files as they are now: the candidates still there, and every file the index does
-        // not cover (added, or indexed in part by an interrupted run), read whole.
         let mut out = BTreeMap::new();
         let mut not_indexed = 0;
-        for path in pq::parquet_files(&self.dir).map_err(df_err)? {
-            let rel = pq::file_id(&self.dir, &path);
-            if !covered.contains(&rel) {
+        for rel in files {
+            if !self.covered.contains(&rel) {
                 out.insert(rel, None);
                 not_indexed += 1;
-            } else if let Some(groups) = found.remove(&rel) {
+            } else if let Some(groups) = candidates.remove(&rel) {
                 out.insert(rel, groups);
             }
         }
-        Ok((out, not_indexed))
+        (out, not_indexed)
     }
+}
+
+/// Runs `f`, which blocks on the object store's own runtime, off DataFusion's.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> needle_lake::Result<T> + Send + 'static,
+) -> DfResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
+        .map_err(df_err)
+}
+
+/// Both results, the two run at once.
+async fn futures_join<A, B>(
+    a: impl std::future::Future<Output = DfResult<A>>,
+    b: impl std::future::Future<Output = DfResult<B>>,
+) -> DfResult<(A, B)> {
+    let (a, b) = futures::join!(a, b);
+    Ok((a?, b?))
 }
 
 /// The row groups of one file a scan reads, of `count`.
@@ -221,7 +385,7 @@ impl TableProvider for NeedleTable {
             self.counters.full.fetch_add(1, Ordering::Relaxed);
             return self.all.scan(state, projection, filters, limit).await;
         };
-        let (files, not_indexed) = self.candidates(&values)?;
+        let (files, not_indexed) = self.candidates(&values).await?;
         let c = &self.counters;
         c.by_index.fetch_add(1, Ordering::Relaxed);
         c.files_read
@@ -234,7 +398,7 @@ impl TableProvider for NeedleTable {
         }
         let urls = files
             .keys()
-            .map(|rel| ListingTableUrl::parse(self.dir.join(rel).display().to_string()))
+            .map(|rel| self.url_of(rel))
             .collect::<DfResult<Vec<_>>>()?;
         let config = ListingTableConfig::new_with_multi_paths(urls)
             .with_listing_options(self.all.options().clone())
@@ -245,14 +409,14 @@ impl TableProvider for NeedleTable {
         if files.values().all(Option::is_none) {
             return Ok(plan);
         }
-        read_row_groups(plan, &self.dir, &files)
+        read_row_groups(plan, |object| self.file_of(object), &files)
     }
 }
 
 /// `plan` (a Parquet scan of whole files) reading only the row groups `files` names.
 fn read_row_groups(
     plan: Arc<dyn ExecutionPlan>,
-    dir: &Path,
+    file_of: impl Fn(&ObjectPath) -> Option<String>,
     files: &BTreeMap<String, Option<RowGroups>>,
 ) -> DfResult<Arc<dyn ExecutionPlan>> {
     let Some(exec) = plan.downcast_ref::<DataSourceExec>() else {
@@ -266,9 +430,8 @@ fn read_row_groups(
         let mut out = Vec::with_capacity(group.len());
         for file in group.iter() {
             let mut file = file.clone();
-            // Object store paths have no leading `/`; the directory's own path does.
-            let path = Path::new("/").join(file.object_meta.location.as_ref());
-            if let Some(Some(rg)) = files.get(&pq::file_id(dir, &path)) {
+            let rel = file_of(&file.object_meta.location);
+            if let Some(Some(rg)) = rel.and_then(|rel| files.get(&rel)) {
                 let mut access = ParquetAccessPlan::new_none(rg.count);
                 for &g in rg.read.iter().filter(|&&g| g < rg.count) {
                     access.scan(g);

@@ -145,6 +145,19 @@ impl PublishedIndex {
         })
     }
 
+    /// The ids of the partitions the index holds (not removed), in segment order; an id held by
+    /// several segments comes once per segment.
+    pub fn partition_ids(&self) -> impl Iterator<Item = &str> {
+        self.segs.iter().flat_map(|s| {
+            s.head
+                .parts
+                .iter()
+                .zip(&s.removed)
+                .filter(|(_, &removed)| !removed)
+                .map(|(p, _)| p.id.as_str())
+        })
+    }
+
     /// The rows a query for hashed value `h` reads: at most two per segment.
     pub fn rows_for(&self, h: u64) -> Vec<RowRead> {
         let p = Probe::new(h, self.buckets, self.bits);

@@ -1,6 +1,7 @@
 //! A real S3-compatible server for the tests: s3s-fs (Apache-2.0, from crates.io), which keeps
 //! every object as a file under its root directory, so tests write Parquet files there directly
-//! and the `needle` command reads them over S3.
+//! and read them over S3. Shared by the `needle` command's tests and DataFusion's (which include
+//! this file by its path).
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -98,15 +99,6 @@ impl S3Server {
     /// The environment variables an S3 client reads, for this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         self.env_with_secret(SECRET_KEY)
-    }
-
-    /// Runs `needle` with this server's environment.
-    pub fn needle(&self, args: &[&str]) -> std::process::Output {
-        Command::new(env!("CARGO_BIN_EXE_needle"))
-            .args(args)
-            .envs(self.env())
-            .output()
-            .unwrap()
     }
 }
 

@@ -103,6 +103,30 @@ impl Location {
         })
     }
 
+    /// The object store this prefix is on (shared, so a query engine's requests go through the
+    /// same client and credentials).
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
+    /// The URL that names the store itself (`s3://bucket`), under which query engines such as
+    /// DataFusion register it.
+    pub fn store_url(&self) -> Result<url::Url> {
+        let parsed = url::Url::parse(&self.url)
+            .map_err(|e| Error::Other(format!("{} is not a URL: {e}", self.url)))?;
+        let base = format!("{}://{}", parsed.scheme(), parsed.authority());
+        url::Url::parse(&base).map_err(|e| Error::Other(format!("{base} is not a URL: {e}")))
+    }
+
+    /// The path of object `p` relative to this prefix (`/`-separated), if it is below it.
+    pub fn relative(&self, p: &ObjectPath) -> Option<String> {
+        let rel: Vec<String> = p
+            .prefix_match(&self.root)?
+            .map(|part| part.as_ref().to_string())
+            .collect();
+        Some(rel.join("/"))
+    }
+
     /// The URL of `rel` below this prefix.
     pub fn url_of(&self, rel: &str) -> String {
         format!("{}/{rel}", self.url)
@@ -209,14 +233,7 @@ impl Location {
         self.counted(0);
         Ok(metas
             .into_iter()
-            .filter_map(|m| {
-                let rel: Vec<String> = m
-                    .location
-                    .prefix_match(&self.root)?
-                    .map(|p| p.as_ref().to_string())
-                    .collect();
-                Some(rel.join("/"))
-            })
+            .filter_map(|m| self.relative(&m.location))
             .collect())
     }
 }

@@ -203,6 +203,11 @@ impl RemoteIndex {
         &self.meta
     }
 
+    /// The ids of the partitions the index holds (files, or files' row groups).
+    pub fn partition_ids(&self) -> impl Iterator<Item = &str> {
+        self.index.partition_ids()
+    }
+
     /// The candidate partitions of `value`: one round trip, two ranged reads per segment.
     pub fn candidates(&self, value: &Key) -> Result<Vec<String>> {
         let h = value.hash();
