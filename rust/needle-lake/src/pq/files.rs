@@ -1,6 +1,10 @@
 //! Where a table's Parquet files are read from, and opening them.
 
-use super::*;
+use crate::{Error, Result};
+use parquet::file::reader::{ChunkReader, SerializedFileReader};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a table's Parquet files are read from: a local directory, or a prefix of an object store
 /// ([`crate::object::RemoteFiles`]). Files are named by their path relative to the table's root,

@@ -1,6 +1,6 @@
 //! Partition ids: a file, or one of its row groups, by its path relative to the table.
 
-use super::*;
+use std::collections::BTreeMap;
 
 /// Partition id of a file (path relative to the directory) or of one of its row groups.
 pub fn partition_id(rel: &str, row_group: Option<usize>) -> String {

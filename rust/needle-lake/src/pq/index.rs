@@ -1,6 +1,15 @@
 //! Indexing a table's Parquet files on one column.
 
-use super::*;
+use super::files::{open_parquet, open_reader, parquet_files, LocalFiles, ParquetFiles};
+use super::ids::{append_order, partition_id, removal_order};
+use super::kinds::{column_of, common_value_type, find_column, ColumnKind};
+use super::meta::{ParquetMeta, INDEX_SUBDIR};
+use crate::{Error, Result, ValueType};
+use needle_index::{Config, Index, Options};
+use parquet::file::reader::FileReader;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Files an indexing pass asks its [`ParquetFiles`] to open ahead at a time.
 const OPEN_AHEAD: usize = 256;

@@ -1,6 +1,15 @@
 //! What a file's column holds, as its Parquet schema declares it, and the keys of its values.
 
-use super::*;
+use super::files::open_parquet;
+use crate::{Error, Key, Result, TimeUnit, ValueType, NANOS_PER_DAY};
+use parquet::basic::{
+    ConvertedType, LogicalType, Repetition, TimeUnit as ParquetUnit, Type as PhysicalType,
+};
+use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
+use parquet::record::{Field, Row};
+use parquet::schema::types::{Type, TypePtr};
+use std::fs::File;
+use std::path::Path;
 
 /// What one file's column holds, as its Parquet schema declares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,14 @@
 //! Lookups: the rows of the candidate partitions that hold a value.
 
-use super::*;
+use super::files::{open_reader, LocalFiles, ParquetFiles};
+use super::ids::by_file;
+use super::kinds::{column_key, find_column};
+use super::meta::{ParquetMeta, INDEX_SUBDIR};
+use crate::{Error, Key, Result};
+use needle_index::{Index, Options};
+use parquet::file::reader::FileReader;
+use parquet::record::Row;
+use std::path::Path;
 
 /// One row found by [`lookup`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,6 +1,8 @@
 //! What an index over a Parquet directory covers, as its directory records it.
 
-use super::*;
+use crate::{Error, Result, TimeUnit, ValueType};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Name of the index directory inside an indexed Parquet directory (by default).
 pub const INDEX_SUBDIR: &str = ".needle-index";

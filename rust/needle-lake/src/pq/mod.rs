@@ -2,21 +2,7 @@
 //!
 //! One file per part: what an index records (`meta`), what a column holds (`kinds`), where
 //! files are read from (`files`), partition ids (`ids`), indexing (`index`) and lookups
-//! (`lookup`). The parts share the imports below (each starts with `use super::*`), and this
-//! module's API is the union of their public items.
-
-use crate::{Error, Key, Result, TimeUnit, ValueType, NANOS_PER_DAY};
-use needle_index::{Config, Index, Options};
-use parquet::basic::{
-    ConvertedType, LogicalType, Repetition, TimeUnit as ParquetUnit, Type as PhysicalType,
-};
-use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
-use parquet::record::{Field, Row};
-use parquet::schema::types::{Type, TypePtr};
-use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+//! (`lookup`). This module's API is the union of their public items.
 
 mod files;
 mod ids;
@@ -37,7 +23,11 @@ mod tests {
     use super::*;
     use arrow_array::{Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
+    use needle_index::{Index, Options};
     use parquet::arrow::ArrowWriter;
+    use std::fs::File;
+    use std::path::Path;
+    use std::sync::Arc;
 
     fn write_file(path: &Path, values: std::ops::Range<i64>) {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
@@ -62,10 +52,24 @@ mod tests {
         }
     }
 
+    /// Indexes every file of `dir` on `k` with index options `options`.
+    fn index_all_of(dir: &Path, options: Options) -> IndexReport {
+        let files = parquet_files(dir).unwrap();
+        index_files_with(
+            &LocalFiles(dir),
+            &dir.join(INDEX_SUBDIR),
+            &relative(dir, &files),
+            &options_on_k(),
+            options,
+            Missing::Refused,
+            |_, _, _| {},
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_first_build_ends_in_one_segment_and_later_runs_merge_only_when_segments_pile_up() {
         let dir = tempfile::tempdir().unwrap();
-        let o = options_on_k();
         // A memtable of one byte: every file's filter is flushed as a segment of its own.
         let tiny = || Options {
             flush_bytes: 1,
@@ -77,19 +81,7 @@ mod tests {
                 .unwrap()
                 .segment_count()
         };
-        let index_all = || {
-            let files = parquet_files(dir.path()).unwrap();
-            index_files_with(
-                &LocalFiles(dir.path()),
-                &dir.path().join(INDEX_SUBDIR),
-                &relative(dir.path(), &files),
-                &o,
-                tiny(),
-                Missing::Refused,
-                |_, _, _| {},
-            )
-            .unwrap()
-        };
+        let index_all = || index_all_of(dir.path(), tiny());
         for i in 0..4 {
             write_file(
                 &dir.path().join(format!("f{i}.parquet")),
@@ -122,18 +114,7 @@ mod tests {
     fn a_lookup_answers_while_a_writer_holds_the_index() {
         let dir = tempfile::tempdir().unwrap();
         write_file(&dir.path().join("f0.parquet"), 0..100);
-        let o = options_on_k();
-        let files = parquet_files(dir.path()).unwrap();
-        index_files_with(
-            &LocalFiles(dir.path()),
-            &dir.path().join(INDEX_SUBDIR),
-            &relative(dir.path(), &files),
-            &o,
-            Options::default(),
-            Missing::Refused,
-            |_, _, _| {},
-        )
-        .unwrap();
+        index_all_of(dir.path(), Options::default());
         let _writer = Index::open(dir.path().join(INDEX_SUBDIR), Options::default()).unwrap();
         let found = lookup(dir.path(), None, "42").expect("a lookup takes no lock");
         assert_eq!(found.rows.len(), 1);
