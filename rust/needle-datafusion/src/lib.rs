@@ -19,6 +19,7 @@
 //! # }
 //! ```
 
+mod narrow;
 mod predicate;
 mod table;
 
