@@ -55,6 +55,7 @@ S3_SERVER_VERSION = "0.14.1"  # the Makefile's S3_SERVER_VERSION
 METHODS = ("needle", "duckdb-cold", "duckdb-warm")
 TARGET_SPEEDUP = 20.0
 TARGET_INDEX_ROUND_TRIPS = 3
+DATAFUSION_NEW_QUERIES = 1  # of DataFusion's queries per kind, those also run in a new context
 # Needle's per-lookup report on stderr.
 REQUESTS = re.compile(
     r"index (\d+) requests in (\d+) round trips \((\d+) bytes\), files (\d+) requests in (\d+) round trips"
@@ -255,9 +256,11 @@ def main() -> None:
     summary = summarize(rows_out, builds, sizes, args)
     if args.datafusion_queries:
         largest = max(sizes)
-        raw = args.out / f"datafusion-{largest}.jsonl"
+        raw = datafusion_raw(args, largest)
         rows = [json.loads(line) for line in raw.read_text().splitlines()]
-        run = argparse.Namespace(files=largest, rows=args.rows, queries=args.datafusion_queries, new_queries=1)
+        run = argparse.Namespace(
+            files=largest, rows=args.rows, queries=args.datafusion_queries, new_queries=DATAFUSION_NEW_QUERIES
+        )
         storage = f"S3 API (s3s-fs), {args.delay_ms:g} ms added per request"
         df = summarize_datafusion(rows, run, "datafusion-object-store", storage)
         df["config"]["target_partitions"] = args.duckdb_threads
@@ -268,6 +271,11 @@ def main() -> None:
     log(f"wrote {args.out}/summary.json")
 
 
+def datafusion_raw(args, files: int) -> Path:
+    """Where the DataFusion lookups of the table of ``files`` files are written."""
+    return args.out / f"datafusion-{files}.jsonl"
+
+
 def run_datafusion(args, table: str, files: int, port: int) -> None:
     """DataFusion alone and with Needle on ``table``, through the proxy on ``port``."""
     log(f"DataFusion on {table}")
@@ -276,8 +284,8 @@ def run_datafusion(args, table: str, files: int, port: int) -> None:
         [
             "cargo", "bench", "-q", "-p", "needle-datafusion", "--bench", "point_lookups", "--",
             "--table", table, "--rows", str(args.rows), "--files", str(files),
-            "--queries", str(args.datafusion_queries), "--new-queries", "1",
-            "--partitions", str(args.duckdb_threads), "--out", str(args.out / f"datafusion-{files}.jsonl"),
+            "--queries", str(args.datafusion_queries), "--new-queries", str(DATAFUSION_NEW_QUERIES),
+            "--partitions", str(args.duckdb_threads), "--out", str(datafusion_raw(args, files)),
         ],
         cwd=ROOT / "rust",
         env=needle_env(port),

@@ -132,7 +132,7 @@ impl NeedleTable {
         ctx.register_object_store(&table.store_url().map_err(df_err)?, table.store());
         let opened = index.clone();
         let meta = blocking(move || RemoteIndex::open(&opened).map(|ix| ix.meta().clone())).await?;
-        let url = format!("{}/", table.url_of("").trim_end_matches('/'));
+        let url = table.url_of(""); // the prefix with its trailing `/`, as a directory
         NeedleTable::with_source(ctx, Source::Remote { table, index }, meta, &url).await
     }
 
@@ -226,7 +226,7 @@ impl NeedleTable {
                 });
                 let files = RemoteFiles::new(table.clone());
                 let listed = blocking(move || files.list());
-                let ((held, found), files) = futures_join(asked, listed).await?;
+                let ((held, found), files) = futures::try_join!(asked, listed)?;
                 Ok(held.narrow(found, files))
             }
         }
@@ -271,15 +271,6 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?
         .map_err(df_err)
-}
-
-/// Both results, the two run at once.
-async fn futures_join<A, B>(
-    a: impl std::future::Future<Output = DfResult<A>>,
-    b: impl std::future::Future<Output = DfResult<B>>,
-) -> DfResult<(A, B)> {
-    let (a, b) = futures::join!(a, b);
-    Ok((a?, b?))
 }
 
 #[async_trait]

@@ -29,20 +29,12 @@ final class FastFilterLibraries {
         return predictedCuckooFpp(fastFilterCuckooVariant(fpp).equals("Cuckoo8") ? 8 : 16, 0.95) <= fpp;
     }
 
-    static final class FastFilterCuckoo extends Library {
-        org.fastfilter.Filter f;
-        final String variant;
+    /** What every fastfilter filter shares here: its lookup and its own size API. */
+    abstract static class FastFilterLibrary<F extends org.fastfilter.Filter> extends Library {
+        F f;
 
-        FastFilterCuckoo(int n, double fpp) {
+        FastFilterLibrary(int n, double fpp) {
             super(n, fpp);
-            variant = fastFilterCuckooVariant(fpp);
-        }
-
-        @Override
-        public long build(long[] keys) {
-            // construct() sizes for load 0.95 and retries with a new seed if an insert fails.
-            f = variant.equals("Cuckoo8") ? Cuckoo8.construct(keys) : Cuckoo16.construct(keys);
-            return 0;
         }
 
         @Override
@@ -63,6 +55,22 @@ final class FastFilterLibraries {
         @Override
         public String sizeSource() {
             return "Filter.getBitCount()";
+        }
+    }
+
+    static final class FastFilterCuckoo extends FastFilterLibrary<org.fastfilter.Filter> {
+        final String variant;
+
+        FastFilterCuckoo(int n, double fpp) {
+            super(n, fpp);
+            variant = fastFilterCuckooVariant(fpp);
+        }
+
+        @Override
+        public long build(long[] keys) {
+            // construct() sizes for load 0.95 and retries with a new seed if an insert fails.
+            f = variant.equals("Cuckoo8") ? Cuckoo8.construct(keys) : Cuckoo16.construct(keys);
+            return 0;
         }
 
         @Override
@@ -84,8 +92,7 @@ final class FastFilterLibraries {
         }
     }
 
-    static final class FastFilterBloom extends Library {
-        org.fastfilter.bloom.Bloom f;
+    static final class FastFilterBloom extends FastFilterLibrary<org.fastfilter.bloom.Bloom> {
 
         FastFilterBloom(int n, double fpp) {
             super(n, fpp);
@@ -98,33 +105,12 @@ final class FastFilterLibraries {
         }
 
         @Override
-        public boolean contains(long key) {
-            return f.mayContain(key);
-        }
-
-        @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.getBitCount();
-        }
-
-        @Override
-        public String sizeSource() {
-            return "Filter.getBitCount()";
-        }
-
-        @Override
         public String variant() {
             return String.format("fastfilter Bloom bitsPerKey=%.3f", optimalBloomBitsPerKey(fpp));
         }
     }
 
-    static final class FastFilterBlockedBloom extends Library {
-        BlockedBloom f;
+    static final class FastFilterBlockedBloom extends FastFilterLibrary<BlockedBloom> {
 
         FastFilterBlockedBloom(int n, double fpp) {
             super(n, fpp);
@@ -138,26 +124,6 @@ final class FastFilterLibraries {
         public long build(long[] keys) {
             f = BlockedBloom.construct(keys, bitsPerKey(fpp));
             return 0;
-        }
-
-        @Override
-        public boolean contains(long key) {
-            return f.mayContain(key);
-        }
-
-        @Override
-        public Object filter() {
-            return f;
-        }
-
-        @Override
-        public long sizeBits() {
-            return f.getBitCount();
-        }
-
-        @Override
-        public String sizeSource() {
-            return "Filter.getBitCount()";
         }
 
         @Override
