@@ -39,8 +39,8 @@ TEST_LOG := $(CURDIR)/target/test-without-cluster.log
 test:
 	@$(MAKE) --no-print-directory -j2 test-with-cluster test-without-cluster-quiet
 
-# Each lane runs its parts one after another: two clusters at once would contend for the same
-# addresses and ports.
+# The lane with clusters: the integration tests, two at a time on loopback blocks of their own
+# (127.0.1.x and 127.0.2.x, see java/needle-cassandra/pom.xml), then the cluster tool's tests on 127.0.0.x.
 test-with-cluster:
 	@$(MAKE) --no-print-directory test-java
 	@$(MAKE) --no-print-directory test-cluster-tool

@@ -81,6 +81,12 @@ def _parser():
     )
     up.add_argument("--data-dirs", type=int, metavar="N", help="data directories per node (data, data2 ...; default 1)")
     up.add_argument("--timeout", type=int, default=180, help="seconds each node may take to start")
+    up.add_argument(
+        "--net",
+        metavar="127.0.K",
+        help=f"loopback block of a new cluster's nodes (K from 0 to 99; default ${config.NET_ENV}, else"
+        f" {config.DEFAULT_NET}): clusters on different blocks run side by side",
+    )
 
     st = verb("status", "show every node's state")
     st.add_argument("--json", action="store_true", help="machine-readable output")
@@ -165,6 +171,7 @@ def run(argv):
             timeout=args.timeout,
             log=_log,
             data_dirs=args.data_dirs,
+            net=args.net,
         )
         return 0
     c = Cluster(d, log=_log)

@@ -1,4 +1,4 @@
-"""A local Cassandra cluster on 127.0.0.1 ... 127.0.0.N, one folder per node.
+"""A local Cassandra cluster on 127.0.0.1 ... 127.0.0.N (or another loopback block), one folder per node.
 
 Layout of a cluster folder::
 
@@ -104,6 +104,19 @@ class Cluster:
         """Number of nodes."""
         return self._require()["nodes"]
 
+    @property
+    def net(self):
+        """The loopback block the nodes listen on (127.0.0 unless the cluster was made on another)."""
+        return (self.meta or {}).get("net", config.DEFAULT_NET)
+
+    def address(self, i):
+        """Node i's address."""
+        return config.node_address(i, self.net)
+
+    def jmx_port(self, i):
+        """Node i's JMX port on 127.0.0.1."""
+        return config.jmx_port(i, self.net)
+
     def node_dir(self, i):
         return self.dir / config.node_name(i)
 
@@ -142,7 +155,7 @@ class Cluster:
     def is_up(self, node):
         """True when the node runs and accepts CQL connections."""
         i = self.node(node)
-        return self.pid(i) is not None and procs.port_open(config.node_address(i), config.NATIVE_PORT)
+        return self.pid(i) is not None and procs.port_open(self.address(i), config.NATIVE_PORT)
 
     def _running(self):
         return [i for i in range(1, self.size + 1) if self.pid(i)]
@@ -164,6 +177,7 @@ class Cluster:
         timeout=START_TIMEOUT,
         log=_stderr,
         data_dirs=None,
+        net=None,
     ):
         """Create (or resume) an n-node cluster in ``dir`` and start every node.
 
@@ -172,7 +186,9 @@ class Cluster:
         handler class (None or "" for none). ``jvm_opts`` are extra JVM
         options and ``yaml`` a dict of extra top-level cassandra.yaml settings;
         ``data_dirs`` is the number of data directories per node (default 1).
-        These are stored in cluster.json and apply to every later start.
+        ``net`` is the loopback block of a new cluster (``127.0.K``; default
+        ``$NEEDLE_CLUSTER_NET``, else 127.0.0): clusters on different blocks
+        run side by side. These are stored in cluster.json and apply to every later start.
         A stopped cluster in ``dir`` with the same size, version and name is
         started again with its data. Returns the running Cluster.
         """
@@ -182,18 +198,25 @@ class Cluster:
             raise ClusterError(
                 f"cannot give each node {data_dirs} data directories: choose 1 to 8 (--data-dirs)", code=2
             )
+        chosen = net or os.environ.get(config.NET_ENV)
+        try:
+            net = config.parse_net(chosen) if chosen else None
+        except ValueError as e:
+            raise ClusterError(f"cannot use loopback block {chosen}: {e} (--net or ${config.NET_ENV})", code=2) from e
         c = cls(dir, log=log)
         created = not c.dir.exists()
         c.dir.mkdir(parents=True, exist_ok=True)
         try:
-            c._up_locked(n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs)
+            c._up_locked(n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs, net)
         except BaseException:
             if created and not any(c.dir.iterdir()):
                 c.dir.rmdir()  # leave no empty folder behind a failed first step
             raise
         return c
 
-    def _up_locked(self, n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs=None):
+    def _up_locked(
+        self, n, version, name, with_needle, query_handler, jvm_opts, heap, yaml, timeout, data_dirs=None, net=None
+    ):
         c, log = self, self.log
         with c._lock():
             c.meta = c._load_meta()
@@ -214,7 +237,7 @@ class Cluster:
                     )
                 needle = {"jar": str(jar), "query_handler": query_handler or None}
             if c.meta is not None:
-                c._check_resume(n, version, name)
+                c._check_resume(n, version, name, net)
                 if needle:
                     c.meta["needle"] = needle
                 if jvm_opts:
@@ -243,12 +266,13 @@ class Cluster:
                     "nodes": n,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "heap": heap or config.DEFAULT_HEAP,
+                    "net": net or config.DEFAULT_NET,
                     "ports": {
                         "native": config.NATIVE_PORT,
                         "storage": config.STORAGE_PORT,
-                        "jmx": [config.jmx_port(i) for i in range(1, n + 1)],
+                        "jmx": [config.jmx_port(i, net or config.DEFAULT_NET) for i in range(1, n + 1)],
                     },
-                    "addresses": [config.node_address(i) for i in range(1, n + 1)],
+                    "addresses": [config.node_address(i, net or config.DEFAULT_NET) for i in range(1, n + 1)],
                     "needle": needle,
                     "jvm_opts": list(jvm_opts),
                     "yaml": dict(yaml or {}),
@@ -277,10 +301,10 @@ class Cluster:
                 raise
             log(
                 f"cluster '{name}' up: {n} node{'s' if n > 1 else ''} in {time.monotonic() - t0:.1f} s "
-                f"(CQL on {', '.join(config.node_address(i) for i in range(1, n + 1))}:{config.NATIVE_PORT})"
+                f"(CQL on {', '.join(self.address(i) for i in range(1, n + 1))}:{config.NATIVE_PORT})"
             )
 
-    def _check_resume(self, n, version, name):
+    def _check_resume(self, n, version, name, net=None):
         m = self.meta
         running = self._running()
         if running:
@@ -297,13 +321,19 @@ class Cluster:
                 "or choose another --dir",
                 code=2,
             )
+        if net and net != self.net:
+            raise ClusterError(
+                f"the cluster in {self.dir} listens on {self.net}.x, not {net}.x: resume it without "
+                f"--net (and without ${config.NET_ENV}), or choose another --dir",
+                code=2,
+            )
 
     def _check_ports(self, i):
-        addr = config.node_address(i)
+        addr = self.address(i)
         for what, host, port in (
             ("CQL", addr, config.NATIVE_PORT),
             ("storage", addr, config.STORAGE_PORT),
-            ("JMX", "127.0.0.1", config.jmx_port(i)),
+            ("JMX", "127.0.0.1", self.jmx_port(i)),
         ):
             if not procs.port_free(host, port):
                 holder = procs.port_holder(host, port)
@@ -323,7 +353,9 @@ class Cluster:
         for data in config.data_dirs(d, m.get("data_dirs", 1)):
             data.mkdir(parents=True, exist_ok=True)
         (d / "conf" / "cassandra.yaml").write_text(
-            config.node_yaml(d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1), m.get("token_nodes"))
+            config.node_yaml(
+                d, i, m["nodes"], m["name"], m.get("yaml"), m.get("data_dirs", 1), m.get("token_nodes"), self.net
+            )
         )
         (d / "conf" / "logback.xml").write_text(config.logback_xml(d))
 
@@ -343,6 +375,7 @@ class Cluster:
             needle_jar=needle.get("jar"),
             query_handler=needle.get("query_handler"),
             jvm_opts=list(m.get("jvm_opts", ())) + list(extra_jvm_opts),
+            net=self.net,
         )
 
     def add(self, timeout=START_TIMEOUT * 3):
@@ -362,8 +395,8 @@ class Cluster:
             i = n + 1
             m.setdefault("token_nodes", n)
             m["nodes"] = i
-            m["addresses"] = [config.node_address(k) for k in range(1, i + 1)]
-            m.setdefault("ports", {})["jmx"] = [config.jmx_port(k) for k in range(1, i + 1)]
+            m["addresses"] = [self.address(k) for k in range(1, i + 1)]
+            m.setdefault("ports", {})["jmx"] = [self.jmx_port(k) for k in range(1, i + 1)]
             self._save_meta()
             try:
                 # The short ring delay of a new cluster is too short here: a bootstrapping node
@@ -376,7 +409,7 @@ class Cluster:
                 if self.pid(i):
                     self._stop_nodes([i], sig=procs.SIGKILL)
                 raise
-            self.log(f"{config.node_name(i)} joined the cluster ({config.node_address(i)})")
+            self.log(f"{config.node_name(i)} joined the cluster ({self.address(i)})")
             return i
 
     def start(self, node, timeout=START_TIMEOUT, wait_peers=True):
@@ -405,7 +438,7 @@ class Cluster:
         system_log = d / "logs" / "system.log"
         # Gossip lines logged before this start belong to earlier runs.
         (d / "logs" / "start.offset").write_text(str(system_log.stat().st_size if system_log.exists() else 0))
-        self.log(f"starting {name} ({config.node_address(i)}) ...")
+        self.log(f"starting {name} ({self.address(i)}) ...")
         t0 = time.monotonic()
         env = dict(os.environ, MALLOC_ARENA_MAX="4")
         with open(d / "logs" / "output.log", "ab") as out:
@@ -422,7 +455,7 @@ class Cluster:
             )
         procs.remember_child(p)
         (d / "node.pid").write_text(f"{p.pid}\n")
-        addr = config.node_address(i)
+        addr = self.address(i)
         deadline = t0 + timeout
         while True:
             if p.poll() is not None:
@@ -483,7 +516,7 @@ class Cluster:
         t0 = time.monotonic()
         while True:
             running = self._running()
-            want = [config.node_address(i) for i in running]
+            want = [self.address(i) for i in running]
             pending = []
             for j in running:
                 view = self._ring_view(j)
@@ -527,7 +560,7 @@ class Cluster:
     def _wait_gossip(self, i, state, timeout=GOSSIP_TIMEOUT):
         """Wait until node i and every other running node see each other as ``state``."""
         name = config.node_name(i)
-        addr = config.node_address(i)
+        addr = self.address(i)
         t0 = time.monotonic()
         while True:
             others = [j for j in self._running() if j != i]
@@ -540,7 +573,7 @@ class Cluster:
             if state == "UP":
                 mine = self._peer_view(i)
                 pending += [
-                    f"{name} (about {config.node_name(j)})" for j in others if mine.get(config.node_address(j)) != "UP"
+                    f"{name} (about {config.node_name(j)})" for j in others if mine.get(self.address(j)) != "UP"
                 ]
             if not pending:
                 if others:
@@ -630,9 +663,9 @@ class Cluster:
         deadline = time.monotonic() + timeout
         for i in nodes or range(1, self.size + 1):
             for host, port in (
-                (config.node_address(i), config.NATIVE_PORT),
-                (config.node_address(i), config.STORAGE_PORT),
-                ("127.0.0.1", config.jmx_port(i)),
+                (self.address(i), config.NATIVE_PORT),
+                (self.address(i), config.STORAGE_PORT),
+                ("127.0.0.1", self.jmx_port(i)),
             ):
                 while not procs.port_free(host, port) and time.monotonic() < deadline:
                     time.sleep(0.1)
@@ -651,7 +684,7 @@ class Cluster:
         nodes = []
         for i in range(1, m["nodes"] + 1):
             pid = self.pid(i)
-            addr = config.node_address(i)
+            addr = self.address(i)
             cql = pid is not None and procs.port_open(addr, config.NATIVE_PORT)
             nodes.append(
                 {
@@ -662,7 +695,7 @@ class Cluster:
                     "pid": pid,
                     "native_port": config.NATIVE_PORT,
                     "storage_port": config.STORAGE_PORT,
-                    "jmx_port": config.jmx_port(i),
+                    "jmx_port": self.jmx_port(i),
                     "dir": str(self.node_dir(i)),
                     "log": str(self.node_dir(i) / "logs" / "system.log"),
                 }
@@ -693,7 +726,7 @@ class Cluster:
         tools = runtime.cassandra_dir(m["version"]) / "logback-tools.xml"
         if not tools.is_file() or tools.read_text() != config.tools_logback_xml():
             tools.write_text(config.tools_logback_xml())
-        return config.nodetool_command(java, jars, tools, i, args)
+        return config.nodetool_command(java, jars, tools, i, args, self.net)
 
     def nodetool(self, node, *args, check=True):
         """Run nodetool against a node; return its output (raise on failure when ``check``)."""
@@ -714,7 +747,7 @@ class Cluster:
         exe = runtime.ensure_cqlsh(log=self.log)
         return [
             str(exe),
-            config.node_address(i),
+            self.address(i),
             str(config.NATIVE_PORT),
             "--connect-timeout",
             "20",

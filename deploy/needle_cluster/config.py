@@ -5,6 +5,7 @@ cassandra.yaml of its own with only the settings a local cluster needs;
 everything else keeps Cassandra's built-in defaults.
 """
 
+import re
 from pathlib import Path
 from urllib.parse import quote
 from xml.sax.saxutils import escape
@@ -17,6 +18,10 @@ STORAGE_PORT = 7000
 # JMX listens on 127.0.0.1 for every node, so each node needs its own port.
 JMX_BASE = 7199
 JMX_STEP = 10
+# A cluster's nodes listen on NET.1, NET.2 ... where NET is 127.0.K (K from 0 to 99, each with
+# its own JMX ports): clusters on different blocks run side by side on one machine.
+DEFAULT_NET = "127.0.0"
+NET_ENV = "NEEDLE_CLUSTER_NET"
 NUM_TOKENS = 16
 DEFAULT_HEAP = "1G"
 DEFAULT_QUERY_HANDLER = "dev.needle.cassandra.NeedleQueryHandler"
@@ -117,18 +122,27 @@ def node_name(i):
     return f"node{i}"
 
 
-def node_address(i):
-    """Node i listens on 127.0.0.i (the whole 127/8 range is loopback on Linux)."""
-    return f"127.0.0.{i}"
+def parse_net(text):
+    """The loopback block ``127.0.K`` (K from 0 to 99) named by ``text``; ValueError otherwise."""
+    m = re.fullmatch(r"127\.0\.(\d{1,2})", str(text).strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a loopback block 127.0.K with K from 0 to 99 (e.g. 127.0.1)")
+    return f"127.0.{int(m.group(1))}"
 
 
-def seeds(n):
+def node_address(i, net=DEFAULT_NET):
+    """Node i listens on NET.i (the whole 127/8 range is loopback on Linux)."""
+    return f"{net}.{i}"
+
+
+def seeds(n, net=DEFAULT_NET):
     """The seed list of an n-node cluster, as cassandra.yaml wants it."""
-    return ",".join(f"{node_address(i)}:{STORAGE_PORT}" for i in range(1, min(n, SEEDS) + 1))
+    return ",".join(f"{node_address(i, net)}:{STORAGE_PORT}" for i in range(1, min(n, SEEDS) + 1))
 
 
-def jmx_port(i):
-    return JMX_BASE + (i - 1) * JMX_STEP
+def jmx_port(i, net=DEFAULT_NET):
+    """Node i's JMX port on 127.0.0.1: 7199, 7209 ... on 127.0.0, 100 more per block after it."""
+    return JMX_BASE + 100 * int(net.rsplit(".", 1)[1]) + (i - 1) * JMX_STEP
 
 
 def initial_tokens(i, n, num_tokens=NUM_TOKENS):
@@ -153,7 +167,7 @@ def data_dirs(node_dir, count=1):
     return [d / "data"] + [d / f"data{k}" for k in range(2, count + 1)]
 
 
-def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, token_nodes=None):
+def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, token_nodes=None, net=DEFAULT_NET):
     """Text of node i's cassandra.yaml; ``overrides`` maps top-level keys to YAML values.
 
     The first ``token_nodes`` nodes (default: all ``n``) get fixed, interleaved tokens and start
@@ -161,7 +175,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, to
     allocates, streaming its ranges from the others.
     """
     d = Path(node_dir)
-    addr = node_address(i)
+    addr = node_address(i, net)
     token_nodes = token_nodes or n
     added = i > token_nodes
     settings = [
@@ -184,7 +198,7 @@ def node_yaml(node_dir, i, n, cluster_name, overrides=None, data_dir_count=1, to
         (
             "seed_provider",
             "\n  - class_name: org.apache.cassandra.locator.SimpleSeedProvider"
-            f'\n    parameters:\n      - seeds: "{seeds(token_nodes)}"',
+            f'\n    parameters:\n      - seeds: "{seeds(token_nodes, net)}"',
         ),
         ("listen_address", addr),
         ("broadcast_address", addr),
@@ -287,7 +301,9 @@ def classpath(node_dir, jars, needle_jar=None):
     return ":".join(parts)
 
 
-def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, query_handler=None, jvm_opts=()):
+def node_command(
+    java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, query_handler=None, jvm_opts=(), net=DEFAULT_NET
+):
     """The full java command line that runs node i from ``node_dir``."""
     d = Path(node_dir)
     jamm = [j for j in jars if Path(j).name.startswith("jamm-")]
@@ -313,7 +329,7 @@ def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, qu
     if jamm:  # Cassandra measures object sizes with jamm as a Java agent.
         cmd.append(f"-javaagent:{jamm[0]}")
     cmd += [
-        f"-Dcassandra.jmx.local.port={jmx_port(i)}",
+        f"-Dcassandra.jmx.local.port={jmx_port(i, net)}",
         "-Dcassandra-foreground=yes",
         f"-Dcassandra.config=file://{quote(str(d / 'conf' / 'cassandra.yaml'))}",
         f"-Dcassandra.storagedir={d}",
@@ -322,6 +338,8 @@ def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, qu
         # A local cluster has nothing to wait for: gossip on loopback is instant.
         "-Dcassandra.ring_delay_ms=1000",
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
+        # A stopping node announces it and waits for the peers to hear (2 s by default).
+        "-Dcassandra.shutdown_announce_in_ms=500",
         f"{MARKER}{d}",
     ]
     if query_handler:
@@ -331,7 +349,7 @@ def node_command(java, jars, node_dir, i, heap=DEFAULT_HEAP, needle_jar=None, qu
     return cmd
 
 
-def nodetool_command(java, jars, tools_logback, i, args):
+def nodetool_command(java, jars, tools_logback, i, args, net=DEFAULT_NET):
     """java command line running nodetool against node i's JMX port."""
     return [
         str(java),
@@ -348,6 +366,6 @@ def nodetool_command(java, jars, tools_logback, i, args):
         "-h",
         "127.0.0.1",
         "-p",
-        str(jmx_port(i)),
+        str(jmx_port(i, net)),
         *args,
     ]

@@ -48,6 +48,22 @@ def test_yaml_per_node(tmp_path):
     assert "cluster_name: 'needle'" in y
 
 
+def test_a_cluster_on_another_loopback_block(tmp_path):
+    net = config.parse_net(" 127.0.07 ")
+    assert net == "127.0.7"
+    y = config.node_yaml(tmp_path / "node2", 2, 3, "needle", net=net)
+    assert "listen_address: 127.0.7.2" in y and "broadcast_rpc_address: 127.0.7.2" in y
+    assert 'seeds: "127.0.7.1:7000,127.0.7.2:7000,127.0.7.3:7000"' in y
+    cmd = config.node_command("java", JARS, tmp_path / "node2", 2, net=net)
+    assert "-Dcassandra.jmx.local.port=7909" in cmd, "JMX ports of block K start 100 K above 7199"
+    assert config.nodetool_command("java", JARS, "/t.xml", 2, ["status"], net)[-3:] == ["-p", "7909", "status"]
+    ports = {config.jmx_port(i, f"127.0.{k}") for k in range(100) for i in range(1, 10)}
+    assert len(ports) == 900, "no two nodes of any blocks share a JMX port"
+    for bad in ("127.0.100", "127.1.0", "10.0.0", "127.0.0.1", "127.0.x", ""):
+        with pytest.raises(ValueError, match="loopback block"):
+            config.parse_net(bad)
+
+
 def test_several_data_directories(tmp_path):
     y = config.node_yaml(tmp_path / "node1", 1, 1, "needle", data_dir_count=3)
     listed = [line.strip()[2:].strip("'") for line in y.splitlines() if line.startswith("  - '")]

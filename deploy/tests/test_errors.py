@@ -49,6 +49,19 @@ def test_folder_of_another_cluster_is_left_alone(cluster_dir):
     assert (cluster_dir / "node1" / "precious").read_text() == "data"
 
 
+def test_a_wrong_loopback_block_is_refused(cluster_dir):
+    res = run(cluster_dir, "up", "-n", "1", "--net", "127.0.300")
+    assert res.returncode == 2
+    assert "cannot use loopback block 127.0.300" in _error_line(res)
+    assert not cluster_dir.exists(), "nothing is left behind"
+    meta = _cluster_json(cluster_dir, name="needle", nodes=1, net="127.0.0")
+    res = run(cluster_dir, "up", "-n", "1", "--version", "5.0.9", "--net", "127.0.5")
+    assert res.returncode == 2
+    assert "listens on 127.0.0.x, not 127.0.5.x" in _error_line(res)
+    assert json.loads((cluster_dir / "cluster.json").read_text()) == meta
+    assert node_processes(cluster_dir) == []
+
+
 def test_foreign_folder_is_left_alone(cluster_dir):
     cluster_dir.mkdir()
     (cluster_dir / "notes.txt").write_text("mine")

@@ -246,10 +246,11 @@ public final class Runner {
                 .getTokenMap()
                 .orElseThrow(() -> new IllegalStateException("the driver has no token map of the cluster"));
         CqlIdentifier ks = CqlIdentifier.fromInternal(KEYSPACE);
+        String first = cluster.address(1);
         java.util.function.LongPredicate remote =
                 key -> tokens.getReplicas(ks, TypeCodecs.BIGINT.encode(key, ProtocolVersion.DEFAULT)).stream()
                         .noneMatch(n -> n.getEndPoint().resolve() instanceof InetSocketAddress a
-                                && a.getAddress().getHostAddress().equals("127.0.0.1"));
+                                && a.getAddress().getHostAddress().equals(first));
         KeySpace.Pools far = pools.only(remote);
         KeySpace.Pools near = pools.only(remote.negate());
         log.printf(

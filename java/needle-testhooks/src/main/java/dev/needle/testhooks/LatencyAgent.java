@@ -69,7 +69,7 @@ public final class LatencyAgent {
         }
     }
 
-    /** Node N of a local cluster listens on 127.0.0.N. */
+    /** Node N of a local cluster listens on 127.0.K.N. */
     static int node(InetAddress address) {
         byte[] b = address.getAddress();
         return b[b.length - 1] & 0xFF;

@@ -7,6 +7,7 @@ import com.datastax.oss.driver.api.core.config.ProgrammaticDriverConfigLoaderBui
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -24,8 +25,9 @@ import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
 
 /**
- * A real Cassandra cluster on 127.0.0.1..N with the Needle jar on every node, driven through
- * {@code deploy/needle-cluster}. Closing it always takes every node down and removes its folder.
+ * A real Cassandra cluster on 127.0.K.1..N with the Needle jar on every node, driven through
+ * {@code deploy/needle-cluster}. K is 0 unless the system property {@code needle.cluster.net}
+ * names another loopback block ({@code 127.0.K}), as parallel test forks do to run side by side. Closing it always takes every node down and removes its folder.
  */
 public final class LocalCluster implements AutoCloseable {
     private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
@@ -56,7 +58,7 @@ public final class LocalCluster implements AutoCloseable {
     }
 
     /**
-     * Adds a node (127.0.0.N+1): it bootstraps, streaming its token ranges from the others, and
+     * Adds a node (N+1): it bootstraps, streaming its token ranges from the others, and
      * joins. Returns its number.
      */
     public int addNode() throws IOException {
@@ -118,6 +120,10 @@ public final class LocalCluster implements AutoCloseable {
                 String.valueOf(nodes),
                 "--with-needle",
                 pluginJar.toAbsolutePath().toString()));
+        String net = System.getProperty("needle.cluster.net", "");
+        if (!net.isBlank()) {
+            args.addAll(List.of("--net", net));
+        }
         args.addAll(List.of(extraUpArgs));
         try {
             c.run(args.toArray(new String[0]));
@@ -254,12 +260,13 @@ public final class LocalCluster implements AutoCloseable {
                 .withDuration(DefaultDriverOption.RECONNECTION_MAX_DELAY, Duration.ofSeconds(2))
                 // A session per node is how a test or the harness reads each node's own views.
                 .withInt(DefaultDriverOption.SESSION_LEAK_THRESHOLD, 32);
+        String address = address(node);
         if (!tokenAware) {
             b = b.withClass(DefaultDriverOption.LOAD_BALANCING_POLICY_CLASS, FixedNodePolicy.class)
-                    .withString(FixedNodePolicy.NODE_OPTION, "127.0.0." + node);
+                    .withString(FixedNodePolicy.NODE_OPTION, address);
         }
         CqlSession session = CqlSession.builder()
-                .addContactPoint(new InetSocketAddress("127.0.0." + node, 9042))
+                .addContactPoint(new InetSocketAddress(address, 9042))
                 .withLocalDatacenter("datacenter1")
                 .withConfigLoader(b.build())
                 .build();
@@ -443,21 +450,37 @@ public final class LocalCluster implements AutoCloseable {
 
     /** A JMX connection to a node, at the port the cluster tool gave it (cluster.json's ports.jmx). */
     private JMXConnector jmx(int node) throws IOException {
-        JsonNode ports = new ObjectMapper()
-                .readTree(dir.resolve("cluster.json").toFile())
-                .path("ports")
-                .path("jmx");
-        if (node < 1 || node > ports.size()) {
-            throw new IOException("no JMX port for node " + node + " in " + dir.resolve("cluster.json"));
+        return JMXConnectorFactory.connect(new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:"
+                + described(node, "ports", "jmx").asInt() + "/jmxrmi"));
+    }
+
+    /** Node {@code node}'s address (cluster.json's addresses), e.g. {@code 127.0.0.2}. */
+    public String address(int node) {
+        try {
+            return described(node, "addresses").asText();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
-        return JMXConnectorFactory.connect(new JMXServiceURL(
-                "service:jmx:rmi:///jndi/rmi://127.0.0.1:" + ports.get(node - 1).asInt() + "/jmxrmi"));
+    }
+
+    /** Node {@code node}'s entry in the list at {@code path} of cluster.json, as the cluster tool wrote it. */
+    private JsonNode described(int node, String... path) throws IOException {
+        JsonNode list = new ObjectMapper().readTree(dir.resolve("cluster.json").toFile());
+        for (String p : path) {
+            list = list.path(p);
+        }
+        if (node < 1 || node > list.size()) {
+            throw new IOException(
+                    "no " + String.join(".", path) + " for node " + node + " in " + dir.resolve("cluster.json"));
+        }
+        return list.get(node - 1);
     }
 
     /**
-     * Takes every node down and removes the folder (kept, with the nodes stopped, when the system
-     * property {@code needle.keep_cluster} is true), after closing every session it handed out;
-     * only the first call does anything.
+     * Takes every node down and removes the folder, after closing every session it handed out;
+     * only the first call does anything. The nodes are killed (a graceful stop drains and flushes
+     * for some ten seconds, for data about to be removed); with the system property {@code
+     * needle.keep_cluster} true they are stopped gracefully and the folder is kept.
      */
     @Override
     public void close() {
@@ -493,7 +516,7 @@ public final class LocalCluster implements AutoCloseable {
                 run("down", "--keep"); // for a post-mortem: logs and data stay in dir()
                 System.err.println("cluster folder kept: " + dir);
             } else {
-                run("down");
+                run("down", "--kill"); // nothing of a test cluster outlives it: no drain, no flush
             }
         } catch (IOException | RuntimeException e) {
             System.err.println("needle-cluster down failed: " + e.getMessage());
