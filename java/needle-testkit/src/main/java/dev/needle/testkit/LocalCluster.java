@@ -27,7 +27,9 @@ import javax.management.remote.JMXServiceURL;
 /**
  * A real Cassandra cluster on 127.0.K.1..N with the Needle jar on every node, driven through
  * {@code deploy/needle-cluster}. K is 0 unless the system property {@code needle.cluster.net}
- * names another loopback block ({@code 127.0.K}), as parallel test forks do to run side by side. Closing it always takes every node down and removes its folder.
+ * names another loopback block ({@code 127.0.K}), as parallel test forks do to run side by side;
+ * the system property {@code needle.cluster.jvm_opts} adds JVM options (space-separated) to every
+ * node. Closing it always takes every node down and removes its folder.
  */
 public final class LocalCluster implements AutoCloseable {
     private static final String STORAGE_SERVICE = "org.apache.cassandra.db:type=StorageService";
@@ -123,6 +125,12 @@ public final class LocalCluster implements AutoCloseable {
         String net = System.getProperty("needle.cluster.net", "");
         if (!net.isBlank()) {
             args.addAll(List.of("--net", net));
+        }
+        for (String opt :
+                System.getProperty("needle.cluster.jvm_opts", "").trim().split("\\s+")) {
+            if (!opt.isEmpty()) {
+                args.add("--jvm-opt=" + opt);
+            }
         }
         args.addAll(List.of(extraUpArgs));
         try {
