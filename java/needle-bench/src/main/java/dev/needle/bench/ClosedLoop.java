@@ -50,7 +50,8 @@ final class ClosedLoop {
      * i / {@code perSecond} seconds after the run began (all threads together; null: no pacing).
      * Below what the threads can do, the run takes ops / perSecond seconds and every variant does
      * the same work per second, so what the nodes spend compares directly. An operation's latency
-     * counts from its own start.
+     * counts from when it was due, not from when a thread got to it: an operation that waits behind
+     * a slow one is as late as its client sees it (no coordinated omission).
      */
     static Outcome run(int threads, long ops, long seed, Op op, AtomicLong progress, Double perSecond) {
         return run(threads, ops, () -> false, seed, op, progress, perSecond);
@@ -85,8 +86,9 @@ final class ClosedLoop {
                             for (long i = next.getAndIncrement();
                                     i < ops && failure.get() == null && !stop.getAsBoolean();
                                     i = next.getAndIncrement()) {
+                                long due = 0;
                                 if (perSecond != null) {
-                                    long due = start + (long) (i * 1e9 / perSecond);
+                                    due = start + (long) (i * 1e9 / perSecond);
                                     for (long wait = due - System.nanoTime();
                                             wait > 0;
                                             wait = due - System.nanoTime()) {
@@ -95,7 +97,8 @@ final class ClosedLoop {
                                 }
                                 long t0 = System.nanoTime();
                                 boolean ok = op.run(i, random);
-                                h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - t0));
+                                long from = perSecond != null ? due : t0;
+                                h.recordValue(Math.min(MAX_NANOS, System.nanoTime() - from));
                                 if (!ok) {
                                     wrong.incrementAndGet();
                                 }

@@ -44,4 +44,28 @@ class ClosedLoopTest {
         assertThrows(
                 IllegalArgumentException.class, () -> ClosedLoop.run(1, 1, 1, (i, r) -> true, new AtomicLong(), 0.0));
     }
+
+    /**
+     * Paced, the operations stuck behind a slow one count their wait: one thread at 100 a second,
+     * operation 0 takes 300 ms, so operation i (due at 10 i ms) ends near 300 ms and reads about
+     * 300 - 10 i ms; timed from their own starts, operations 1 to 39 would all read about 0 ms.
+     */
+    @Test
+    void aPacedRunCountsLatencyFromWhenEachOperationWasDue() {
+        ClosedLoop.Outcome o = ClosedLoop.run(
+                1,
+                40,
+                1,
+                (i, r) -> {
+                    if (i == 0) {
+                        java.util.concurrent.locks.LockSupport.parkNanos(300_000_000L);
+                    }
+                    return true;
+                },
+                new AtomicLong(),
+                100.0);
+        long over50ms = o.histogram().getCountBetweenValues(50_000_000L, ClosedLoop.MAX_NANOS);
+        assertTrue(over50ms >= 20, "operations 0 to 24 waited over 50 ms for the slow one: " + over50ms + " of 40");
+        assertTrue(o.histogram().getMaxValue() >= 300_000_000L, "the slow one itself counts in full");
+    }
 }
