@@ -318,10 +318,37 @@ def check_scheme2_targets(docs):
     for name, doc in docs.items():
         rows = summary_rows(doc)
         latency = latency_of(doc)
+        run = doc["experiment"].get("run") or {}
+        routed_quorum = run.get("coordinator") == "token-aware" and run.get("consistency") == "QUORUM"
         for row in rows:
             mix = row["mix"] or {}
             cuckoo = row["variants"].get("needle-cuckoo")
             ratio = row["ratio_p50_stock_over_cuckoo"]
+            if routed_quorum and cuckoo is not None and ratio is not None:
+                # The realistic setting: the driver routes to a replica, which must still hear
+                # from another replica for a quorum; only node filters can skip that round trip.
+                if mix.get("live") == 1.0:
+                    add(
+                        "QUORUM lookups of live keys, token-aware: Needle-Cuckoo median within 3% of stock"
+                        " (ratio >= 0.97)",
+                        name,
+                        doc,
+                        row,
+                        ratio >= 0.97,
+                        ratio,
+                    )
+                elif (mix.get("absent") == 1.0 or mix.get("deleted") == 1.0) and latency in SCHEME2_REMOTE_GAIN:
+                    gain = SCHEME2_REMOTE_GAIN[latency]
+                    add(
+                        f"QUORUM lookups of keys with no live data, token-aware, {latency}: "
+                        f"stock / Needle-Cuckoo median >= {gain:g}",
+                        name,
+                        doc,
+                        row,
+                        ratio >= gain,
+                        ratio,
+                    )
+                continue
             if cuckoo is not None and ratio is not None and row["load"] is not None:
                 add(
                     "inserts: Needle-Cuckoo median within 3% of stock (ratio >= 0.97)",
@@ -507,11 +534,11 @@ def summarize_scheme2(results_dir):
     results_dir = Path(results_dir)
     docs = {
         p.parent.name: load(p)
-        for p in sorted(results_dir.glob("scheme2-table*/results.json"))
+        for p in sorted(results_dir.glob("scheme2-*/results.json"))
         if not p.parent.name.endswith(".tmp")
     }
     if not docs:
-        sys.exit(f"needle_plot: no scheme2-table*/results.json under {results_dir} (run make bench-scheme2)")
+        sys.exit(f"needle_plot: no scheme2-*/results.json under {results_dir} (run make bench-scheme2)")
     checks = check_scheme2_targets(docs)
     body = {
         "runs": {

@@ -154,6 +154,35 @@ def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_pa
     assert not any(c["target"].startswith("skipped lookups") and c["delete_mode"] == "partition" for c in checks)
 
 
+def test_quorum_targets_apply_to_token_aware_quorum_runs():
+    def quorum_doc(latency, nodes):
+        d = doc(
+            "scheme2-quorum",
+            [
+                run("never written", {"absent": 1.0}, 1200, 300),  # 4x
+                run("deleted", {"deleted": 1.0}, 1000, 400, mode="partition"),  # 2.5x
+                run("live", {"live": 1.0}, 1000, 1020),  # 0.98
+            ],
+        )
+        d["experiment"]["run"].update(coordinator="token-aware", consistency="QUORUM")
+        d["experiment"]["cluster"] = {"nodes": nodes, "latency": latency, "replication_factor": 3}
+        return d
+
+    checks = needle_plot.check_scheme2_targets(
+        {"scheme2-quorum": quorum_doc("lan", 3), "scheme2-quorum-6-az": quorum_doc("az", 6)}
+    )
+    got = {(c["latency"], c["row"]): (c["met"], c["value"], c["target"]) for c in checks}
+    assert len(checks) == 6
+    assert got[("lan", "never written")][:2] == (True, 4.0)
+    assert got[("lan", "deleted")][:2] == (False, 2.5)
+    assert got[("az", "never written")][:2] == (False, 4.0), "5x at az"
+    assert got[("lan", "live")][:2] == (True, 0.98)
+    assert got[("az", "never written")][2].startswith("QUORUM lookups of keys with no live data, token-aware, az")
+    fixed = quorum_doc("lan", 3)
+    fixed["experiment"]["run"]["coordinator"] = "fixed"
+    assert needle_plot.check_scheme2_targets({"scheme2-quorum": fixed}) == [], "not the routed setting"
+
+
 def staleness_doc(idle_p999, load_p999, violations, full_bytes, paced_bytes):
     def probe(p999):
         return {

@@ -140,6 +140,12 @@ class NodeFilterIT {
                         0,
                         cluster.metric(1, "ks1", "needle", "NodeSkipsQuorum"),
                         "node_filter 'one' skipped at QUORUM");
+                long keys = cluster.metric(1, "ks1", "needle", "NodeFilterPublishedKeys");
+                long bytes = cluster.metric(1, "ks1", "needle", "NodeFilterPublishedBytes");
+                assertTrue(
+                        keys > 0 && bytes >= 16 * keys,
+                        "node 1 publishes its keys from native memory, 16 bytes a key or more: " + keys + " keys, "
+                                + bytes + " bytes");
 
                 staleness(cluster, rf1, s1, s2);
                 rowByRowDeletes(cluster, rf1, s1, s2);

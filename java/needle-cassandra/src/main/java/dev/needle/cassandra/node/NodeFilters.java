@@ -92,6 +92,7 @@ public final class NodeFilters {
         m.gauge("NodeFilterSnapshotsSent", o.snapshotsSent::get);
         m.gauge("NodeFilterEpochs", o.epochsStarted::get);
         m.gauge("NodeFilterPublishedKeys", o.filter::publishedCount);
+        m.gauge("NodeFilterPublishedBytes", o.filter::publishedBytes);
         m.gauge("NodeFilterMaxCopyAgeMillis", () -> copies.maxCopyAge(o.table));
         m.gauge("NodeFilterRowsDropped", copies.rowsDropped::get);
     }

@@ -23,6 +23,14 @@ final class OwnerFilter {
     private static final int STRIPES = 64;
     /** Changes waiting to be sent beyond this many: the epoch is abandoned and a snapshot sent instead. */
     static final int MAX_QUEUED = 1 << 20;
+    /**
+     * The most keys a table's published set holds ({@code -Dneedle.node_filter.max_published_keys},
+     * default 50 million: 0.8 to 1.6 GB of native memory). A live key beyond it cannot be published,
+     * so the set is no longer complete: the filter says so ({@link #full}) until an epoch fits.
+     */
+    static final long MAX_PUBLISHED = Long.getLong("needle.node_filter.max_published_keys", 50_000_000L);
+
+    private final long maxPublished;
 
     private final ReentrantLock[] locks = new ReentrantLock[STRIPES];
     private final LongSet[] published = new LongSet[STRIPES];
@@ -39,8 +47,14 @@ final class OwnerFilter {
     private boolean[] queuedRemovals = new boolean[1024];
     private int queued;
     private boolean overflowed;
+    private boolean full;
 
     OwnerFilter() {
+        this(MAX_PUBLISHED);
+    }
+
+    OwnerFilter(long maxPublished) {
+        this.maxPublished = maxPublished;
         for (int i = 0; i < STRIPES; i++) {
             locks[i] = new ReentrantLock();
             published[i] = new LongSet(1024);
@@ -84,6 +98,7 @@ final class OwnerFilter {
                 sentUpTo = 0;
                 queued = 0;
                 overflowed = false;
+                full = false;
                 return epoch;
             }
         } finally {
@@ -138,6 +153,12 @@ final class OwnerFilter {
             }
             boolean isLive = live.getAsBoolean();
             if (isLive && !was) {
+                if (publishedCount.get() >= maxPublished) {
+                    synchronized (sequencer) {
+                        full = true;
+                    }
+                    return false;
+                }
                 set.add(hash);
                 publishedCount.incrementAndGet();
                 enqueue(hash, false);
@@ -199,6 +220,17 @@ final class OwnerFilter {
     }
 
     /**
+     * Whether a live key could not be published for want of room: the set is then incomplete, no
+     * batch is sent (its cut time would vouch for keys it lacks) and the owner must not claim ready
+     * until a new epoch fits.
+     */
+    boolean full() {
+        synchronized (sequencer) {
+            return full;
+        }
+    }
+
+    /**
      * The published set at this moment and the last sequence number it reflects. Changes still
      * queued are in it; batches carry each change's own sequence number, so a copy that starts
      * from this snapshot skips those it already holds. With {@code replacesQueue} (the epoch's
@@ -245,7 +277,7 @@ final class OwnerFilter {
     /** Takes the queued changes as one batch, or null if there are none. */
     Batch drain() {
         synchronized (sequencer) {
-            if (queued == 0 || overflowed) {
+            if (queued == 0 || overflowed || full) {
                 return null;
             }
             Batch b = new Batch(
@@ -266,6 +298,20 @@ final class OwnerFilter {
         synchronized (sequencer) {
             return new Position(epoch, seq, System.currentTimeMillis());
         }
+    }
+
+    /** Native bytes the published set holds: read without a lock, for a gauge (may lag a growth). */
+    long publishedBytes() {
+        long bytes = 0;
+        for (LongSet set : published) {
+            bytes += set.bytes();
+        }
+        return bytes;
+    }
+
+    /** The most keys the published set holds. */
+    long maxPublished() {
+        return maxPublished;
     }
 
     /** How many keys are published: read without a lock, for gauges and the publisher's loop. */

@@ -56,6 +56,8 @@ final class OwnerTable implements KeyEvents {
     long lastBatchMillis;
 
     long lastSnapshotMillis;
+    /** When the publisher found the published set full ({@link OwnerFilter#full}); 0 when it is not. */
+    long fullSinceMillis;
     /** A copy asked for a snapshot (or the published set outgrew the last one). */
     volatile boolean snapshotWanted;
 
@@ -159,7 +161,11 @@ final class OwnerTable implements KeyEvents {
 
     /** Whether the published set can be trusted by others right now. */
     boolean ready() {
-        return published && storage.isReady() && storage.unseenGeneration() == epochGeneration && !filter.overflowed();
+        return published
+                && storage.isReady()
+                && storage.unseenGeneration() == epochGeneration
+                && !filter.overflowed()
+                && !filter.full();
     }
 
     boolean live(ByteBuffer key, long nowInSec) {

@@ -34,6 +34,8 @@ final class Publisher {
     static final long BATCH_MILLIS = 5;
     /** An owner sends at most one asked-for snapshot of a table this often. */
     static final long SNAPSHOT_INTERVAL_MILLIS = 1000;
+    /** A table whose live keys did not fit its published set tries a new epoch this often. */
+    static final long FULL_RETRY_MILLIS = 10 * 60_000;
 
     private final Map<UUID, OwnerTable> owners;
     private final Copies copies;
@@ -157,6 +159,20 @@ final class Publisher {
             return;
         }
         long generation = s.unseenGeneration();
+        if (o.filter.full()) {
+            // The copies are told not to trust the set; now and then a new epoch sees whether the
+            // live keys fit again (deletions, TTLs and compactions shrink them).
+            if (o.fullSinceMillis == 0) {
+                warnFull(o, now);
+            }
+            if (now - o.fullSinceMillis < FULL_RETRY_MILLIS) {
+                beat(me, o, now, false);
+                return;
+            }
+            o.fullSinceMillis = 0;
+            startEpoch(me, o, generation);
+            return;
+        }
         if (!o.published || generation != o.epochGeneration || o.filter.overflowed()) {
             startEpoch(me, o, generation);
             return;
@@ -214,6 +230,11 @@ final class Publisher {
         if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
             return; // something arrived unseen meanwhile: the next round starts again
         }
+        if (o.filter.full()) {
+            warnFull(o, System.currentTimeMillis());
+            beat(me, o, System.currentTimeMillis(), false);
+            return;
+        }
         sendSnapshot(me, o, true, OwnerTable.HEADROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
@@ -225,6 +246,18 @@ final class Publisher {
                 o.filter.epoch(),
                 o.filter.publishedCount(),
                 System.currentTimeMillis() - started);
+    }
+
+    private static void warnFull(OwnerTable o, long now) {
+        o.fullSinceMillis = now;
+        noSpam.warn(
+                "Needle node filter of {}: more live keys than the {} a published set holds"
+                        + " (-Dneedle.node_filter.max_published_keys); its copies are not trusted, so reads of"
+                        + " it go to the replicas. Raise the limit, or set node_filter 'off' for this table;"
+                        + " a new epoch tries again in {} minutes",
+                o.name(),
+                o.filter.maxPublished(),
+                FULL_RETRY_MILLIS / 60_000);
     }
 
     private void sendSnapshot(UUID me, OwnerTable o, boolean firstOfEpoch, double headroom) throws IOException {

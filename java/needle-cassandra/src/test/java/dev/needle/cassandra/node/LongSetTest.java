@@ -1,6 +1,8 @@
 package dev.needle.cassandra.node;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.Arrays;
 import java.util.HashSet;
@@ -8,7 +10,10 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** The owner's exact set of published hashes, against java.util.HashSet, through growth, removals and clears. */
+/**
+ * The owner's exact set of published hashes (in native memory), against java.util.HashSet,
+ * through growth, removals, clears and freeing.
+ */
 class LongSetTest {
     @Test
     void behavesAsAHashSet() {
@@ -36,5 +41,23 @@ class LongSetTest {
                 model.clear();
             }
         }
+    }
+
+    /** Clearing gives back the memory of growth. */
+    @Test
+    void clearGivesBackTheMemoryOfGrowth() {
+        LongSet set = new LongSet(4);
+        long small = set.bytes();
+        for (long h = 1; h <= 100_000; h++) {
+            assertTrue(set.add(h * 0x9E3779B97F4A7C15L));
+        }
+        assertEquals(100_000, set.size());
+        assertTrue(
+                set.bytes() >= 100_000 * 16L && set.bytes() <= 100_000 * 32L, "16 to 32 bytes a hash: " + set.bytes());
+        set.clear();
+        assertEquals(0, set.size());
+        assertEquals(small, set.bytes());
+        assertFalse(set.contains(0x9E3779B97F4A7C15L));
+        assertTrue(set.add(0) && set.add(7) && set.contains(0) && set.contains(7));
     }
 }

@@ -26,6 +26,29 @@ class OwnerFilterTest {
         assertEquals(null, owner.drain());
     }
 
+    /**
+     * A live key beyond the bound is not published: the set says it is full, sends no batch (whose
+     * cut time would vouch for the key it lacks) until a new epoch starts empty.
+     */
+    @Test
+    void aLiveKeyBeyondTheBoundMakesTheSetFullUntilTheNextEpoch() {
+        OwnerFilter owner = new OwnerFilter(3);
+        for (long h = 1; h <= 3; h++) {
+            assertTrue(owner.publish(h));
+        }
+        assertFalse(owner.full());
+        assertFalse(owner.publish(4), "no room for a fourth key");
+        assertTrue(owner.full());
+        assertFalse(owner.isPublished(4));
+        assertEquals(null, owner.drain(), "no batch from an incomplete set");
+        assertTrue(owner.retract(2, () -> false), "removals stay exact");
+        assertEquals(null, owner.drain());
+        owner.newEpoch();
+        assertFalse(owner.full());
+        assertTrue(owner.publish(4));
+        assertEquals(1, owner.drain().size());
+    }
+
     @Test
     void retractWithdrawsOnlyWhatIsNoLongerLive() {
         OwnerFilter owner = new OwnerFilter();
