@@ -708,8 +708,9 @@ public final class Runner {
     }
 
     /**
-     * Node 1's {LookupsSkipped, LookupsPassed} of a Needle table and, with node filters,
-     * {NodeSkipsOne, NodePassedLive, NodePassedStale}; null for stock.
+     * The coordinators' {LookupsSkipped, LookupsPassed} of a Needle table and, with node filters,
+     * {NodeSkipsOne + NodeSkipsQuorum, NodePassedLive, NodePassedStale}: node 1's, or the sums over
+     * every node when the driver routes each request to a replica of its key; null for stock.
      */
     private long[] needleCounters(Variant v) throws IOException {
         if (!v.needle()) {
@@ -717,11 +718,17 @@ public final class Runner {
         }
         List<String> names = new ArrayList<>(List.of("LookupsSkipped", "LookupsPassed"));
         if (nodeFilters()) {
-            names.addAll(List.of("NodeSkipsOne", "NodePassedLive", "NodePassedStale"));
+            names.addAll(List.of("NodeSkipsOne", "NodePassedLive", "NodePassedStale", "NodeSkipsQuorum"));
         }
+        int coordinators = e.run().coordinator().equals("token-aware") ? shape.nodes() : 1;
         long[] out = new long[names.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = cluster.metric(1, KEYSPACE, v.table(), names.get(i));
+        for (int node = 1; node <= coordinators; node++) {
+            for (int i = 0; i < out.length; i++) {
+                out[i] += cluster.metric(node, KEYSPACE, v.table(), names.get(i));
+            }
+        }
+        if (nodeFilters()) {
+            out[2] += out[5]; // a skip is a skip, at ONE or at QUORUM
         }
         return out;
     }
