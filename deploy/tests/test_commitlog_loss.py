@@ -22,10 +22,21 @@ def _check(work):
     )
 
 
+# The loss needs the table's first write after the flush to be the next mutation in the commit
+# log; a write of Cassandra's own tables (compaction history, SSTable activity) that lands between
+# them saves it. On a loaded machine that happened in 1 run of many, so the test allows 3 tries.
+TRIES = 3
+
+
 def test_the_first_write_after_a_flush_is_lost_and_the_check_names_its_table(tmp_path):
-    work = tmp_path / "lost"
-    res = _repro(work)
-    assert res.returncode == 1, f"exit {res.returncode}:\n{res.stdout}\n{res.stderr}"
+    runs = []
+    for attempt in range(1, TRIES + 1):
+        work = tmp_path / f"lost-{attempt}"
+        res = _repro(work)
+        runs.append(f"try {attempt}: exit {res.returncode}:\n{res.stdout}\n{res.stderr}")
+        if res.returncode != 0:
+            break
+    assert res.returncode == 1, "\n".join(runs)
     assert "LOST: the acknowledged (1, 11) reads back as (1, 1)" in res.stdout
 
     check = _check(work)
