@@ -258,6 +258,7 @@ class Cluster:
                         "folder with --dir",
                         code=2,
                     )
+                net = net or config.DEFAULT_NET
                 c.meta = {
                     "tool": "needle-cluster",
                     "format": FORMAT,
@@ -266,13 +267,13 @@ class Cluster:
                     "nodes": n,
                     "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "heap": heap or config.DEFAULT_HEAP,
-                    "net": net or config.DEFAULT_NET,
+                    "net": net,
                     "ports": {
                         "native": config.NATIVE_PORT,
                         "storage": config.STORAGE_PORT,
-                        "jmx": [config.jmx_port(i, net or config.DEFAULT_NET) for i in range(1, n + 1)],
+                        "jmx": [config.jmx_port(i, net) for i in range(1, n + 1)],
                     },
-                    "addresses": [config.node_address(i, net or config.DEFAULT_NET) for i in range(1, n + 1)],
+                    "addresses": [config.node_address(i, net) for i in range(1, n + 1)],
                     "needle": needle,
                     "jvm_opts": list(jvm_opts),
                     "yaml": dict(yaml or {}),

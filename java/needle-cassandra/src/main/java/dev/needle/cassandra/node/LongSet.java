@@ -76,19 +76,21 @@ final class LongSet {
 
     /** Adds {@code h}; false if it was there. */
     boolean add(long h) {
-        if (contains(h)) {
-            return false;
-        }
         if (h == EMPTY) {
+            boolean added = !hasZero;
             hasZero = true;
-            return true;
+            return added;
         }
         if ((size + 1) * 2 > slots) {
             grow();
         }
         long mask = slots - 1;
         for (long i = index(h, mask); ; i = (i + 1) & mask) {
-            if (get(i) == EMPTY) {
+            long s = get(i);
+            if (s == h) {
+                return false;
+            }
+            if (s == EMPTY) {
                 set(i, h);
                 size++;
                 return true;
