@@ -17,6 +17,7 @@ import dev.needle.bench.RangeResult.MixResult;
 import dev.needle.bench.RangeResult.Stats;
 import dev.needle.bench.RangeResult.WriteResult;
 import dev.needle.range.RangeIndexStatus;
+import dev.needle.range.RangeQuery;
 import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
@@ -70,6 +71,8 @@ public final class RangeBench {
     private final RangeExperiment e;
     private final LocalCluster cluster;
     private final PrintStream log;
+    /** What the planner chose for the last "hybrid-client" query (read by the one thread that measures mixes). */
+    private volatile String lastClientPlan = "unknown";
 
     /** A table with Needle's ordered index: the one of the variants through Needle, or one per leaf size. */
     record IndexedTable(String table, String index, Integer leafSize) {
@@ -383,6 +386,20 @@ public final class RangeBench {
                     PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
                     out.put(v, (from, to) -> ordered(s, sai.bind(from, to), cl));
                 }
+                case "hybrid-client" -> {
+                    RangeQuery planned = RangeQuery.planned(TokenRangeScan.on(s, KEYSPACE, "data_rix", "k")
+                            .consistency(cl)
+                            .splitsPerNode(e.scan().splitsPerNode())
+                            .concurrency(e.scan().concurrency())
+                            .pageSize(e.scan().pageSize())
+                            .timeout(Duration.ofSeconds(120))
+                            .build());
+                    out.put(v, (from, to) -> {
+                        RangeQuery.Answer a = planned.between(from, to);
+                        lastClientPlan = a.strategy();
+                        return a.rows();
+                    });
+                }
                 default -> {
                     Map<String, ByteBuffer> payload = switch (v) {
                         case "rix" -> INDEX;
@@ -507,6 +524,7 @@ public final class RangeBench {
         long rows = 0;
         int wrong = 0;
         Map<String, Integer> chose = new TreeMap<>();
+        Map<String, Integer> choseForClient = new TreeMap<>();
         int measured = m.queries(e);
         int total = e.warmupQueries() + measured;
         for (int q = 0; q < total; q++) {
@@ -522,6 +540,8 @@ public final class RangeBench {
                     hist.get(v).recordValue(Math.min(nanos, hist.get(v).getHighestTrackableValue()));
                     if (v.equals("hybrid")) {
                         chose.merge(lastPlan(s), 1, Integer::sum);
+                    } else if (v.equals("hybrid-client")) {
+                        choseForClient.merge(lastClientPlan, 1, Integer::sum);
                     }
                 }
                 answers.put(v, got.stream().map(row -> row.getLong("id")).toList());
@@ -550,8 +570,10 @@ public final class RangeBench {
                 measured,
                 rows / (double) measured,
                 stats,
-                RangeResult.plannerRatios(stats),
+                RangeResult.plannerRatios(stats, "hybrid"),
                 chose,
+                RangeResult.plannerRatios(stats, "hybrid-client"),
+                choseForClient,
                 wrong);
         log.println(RangeResult.line(result));
         return result;

@@ -19,7 +19,9 @@ import java.util.Set;
  *     "sai" (Cassandra's SAI on the key column), "rix" (Needle's ordered index on the key column,
  *     NeedleRangeIndex, asked for by the custom payload), "coordinator-scan" (the same table and
  *     query, Needle's parallel scan at the coordinator asked for by the custom payload: the
- *     planner's stock strategy), "hybrid" (the same table and query, Needle's planner choosing)
+ *     planner's stock strategy), "hybrid" (the same table and query, Needle's planner choosing),
+ *     "hybrid-client" (the same, planned with the client's own scan among the strategies:
+ *     {@code dev.needle.range.RangeQuery})
  * @param rows          rows loaded
  * @param columns       text columns per row besides the key
  * @param valueBytes    largest value of a column (each value's length is uniform in [1, valueBytes])
@@ -100,7 +102,7 @@ public record RangeExperiment(
      */
     public record Clients(List<Integer> threads, int queries) {}
 
-    static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "coordinator-scan", "hybrid");
+    static final Set<String> VARIANTS = Set.of("scan", "sai", "rix", "coordinator-scan", "hybrid", "hybrid-client");
 
     /** Whether a variant needs the table with Needle's ordered index (every variant but "scan" and "sai"). */
     boolean usesRangeIndex() {
@@ -177,8 +179,8 @@ public record RangeExperiment(
                                 && leafSizes.stream().distinct().count() == leafSizes.size()),
                 "'leaf_sizes' must list distinct leaf sizes of at least 16 entries");
         require(
-                leafSizes == null || !variants.contains("hybrid"),
-                "'leaf_sizes' measures Needle's index itself: use 'rix' or 'coordinator-scan', not 'hybrid'");
+                leafSizes == null || !(variants.contains("hybrid") || variants.contains("hybrid-client")),
+                "'leaf_sizes' measures Needle's index itself: use 'rix' or 'coordinator-scan', not a planner");
     }
 
     /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */

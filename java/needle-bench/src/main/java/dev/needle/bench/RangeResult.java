@@ -44,8 +44,9 @@ public record RangeResult(
      * the planner's median as a ratio of each other variant's (and of the best of the stock ones,
      * "scan" and "sai", under "best_stock", and of the best of all under "best"; empty without
      * "hybrid"), what the planner chose for the measured queries (as the coordinator's {@code
-     * needle_views.range_plans} shows: strategy, and why if not by its model), and the queries
-     * whose answers differed between variants.
+     * needle_views.range_plans} shows: strategy, and why if not by its model), the same two for
+     * the planner from the client ("hybrid-client": ratios of its median, and the strategies its
+     * answers reported), and the queries whose answers differed between variants.
      */
     public record MixResult(
             String label,
@@ -56,19 +57,21 @@ public record RangeResult(
             Map<String, Stats> variants,
             Map<String, Double> plannerVs,
             Map<String, Integer> plannerChose,
+            Map<String, Double> clientPlannerVs,
+            Map<String, Integer> clientPlannerChose,
             int wrongResults) {}
 
     /** The planner's median over each other variant's, and over the best stock and the best of all. */
-    static Map<String, Double> plannerRatios(Map<String, Stats> variants) {
+    static Map<String, Double> plannerRatios(Map<String, Stats> variants, String plannerVariant) {
         Map<String, Double> out = new LinkedHashMap<>();
-        Stats planner = variants.get("hybrid");
+        Stats planner = variants.get(plannerVariant);
         if (planner == null) {
             return out;
         }
         double bestStock = Double.MAX_VALUE;
         double best = Double.MAX_VALUE;
         for (Map.Entry<String, Stats> v : variants.entrySet()) {
-            if (v.getKey().equals("hybrid")) {
+            if (v.getKey().startsWith("hybrid")) { // a planner is measured against strategies, not planners
                 continue;
             }
             double median = v.getValue().medianMs();
@@ -115,6 +118,9 @@ public record RangeResult(
                         b.append(String.format("  %s median %9.1f ms mean %9.1f ms", v, st.medianMs(), st.meanMs())));
         if (!m.plannerChose().isEmpty()) {
             b.append("  planner chose ").append(m.plannerChose());
+        }
+        if (!m.clientPlannerChose().isEmpty()) {
+            b.append("  planner chose for the client ").append(m.clientPlannerChose());
         }
         if (m.wrongResults() > 0) {
             b.append("  WRONG RESULTS: ").append(m.wrongResults());

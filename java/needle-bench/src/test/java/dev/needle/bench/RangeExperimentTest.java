@@ -45,7 +45,7 @@ class RangeExperimentTest {
     void mistakesAreNamed() throws IOException {
         String valid = Files.readString(COMMITTED);
         assertError("unknown field 'rowz'", valid.replace("\"rows\"", "\"rowz\""));
-        assertError("unknown variant 'vix'", valid.replace("\"hybrid\"]", "\"vix\"]"));
+        assertError("unknown variant 'vix'", valid.replace("\"hybrid-client\"]", "\"vix\"]"));
         assertError("min_length < max_length", valid.replace("\"max_length\": 0.002", "\"max_length\": 0.00001"));
         assertError(
                 "replication_factor <= nodes", valid.replace("\"replication_factor\": 1", "\"replication_factor\": 4"));
@@ -54,10 +54,11 @@ class RangeExperimentTest {
         assertError(
                 "'clients' needs 'threads' (1 to 64 each)",
                 valid.replace("\"seed\":", "\"clients\": {\"threads\": [0], \"queries\": 4}, \"seed\":"));
-        assertError("not 'hybrid'", valid.replace("\"seed\":", "\"leaf_sizes\": [100, 1000], \"seed\":"));
+        assertError("not a planner", valid.replace("\"seed\":", "\"leaf_sizes\": [100, 1000], \"seed\":"));
         assertError(
                 "distinct leaf sizes of at least 16",
-                valid.replace("\"hybrid\"]", "\"rix\"]").replace("\"seed\":", "\"leaf_sizes\": [8], \"seed\":"));
+                valid.replace("\"hybrid\", \"hybrid-client\"]", "\"rix\"]")
+                        .replace("\"seed\":", "\"leaf_sizes\": [8], \"seed\":"));
         assertError(
                 "'cluster.cassandra_yaml' maps top-level cassandra.yaml settings",
                 valid.replace("\"read_request_timeout\"", "\"Read-Timeout\""));

@@ -11,6 +11,8 @@ import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
 import com.datastax.oss.driver.api.core.cql.Statement;
 import dev.needle.range.RangeIndexStatus;
+import dev.needle.range.RangeQuery;
+import dev.needle.range.TokenRangeScan;
 import dev.needle.testkit.LocalCluster;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -186,6 +188,7 @@ class RangeIndexIT {
         SplittableRandom r = new SplittableRandom(seed);
         Model model = new Model();
         int compared = 0;
+        Map<String, Integer> clientPlans = new TreeMap<>(); // strategies of the client-planned answers
         int maintenance = 0;
         long nextId = 0;
         try (LocalCluster cluster = LocalCluster.start(3);
@@ -205,6 +208,11 @@ class RangeIndexIT {
                     + "' WITH OPTIONS = {'leaf_size': '64'}");
             awaitBuilt(s);
             PreparedStatement range = s.prepare("SELECT id, k, v FROM ri.t WHERE k >= ? AND k < ?");
+            RangeQuery fromClient = RangeQuery.planned(TokenRangeScan.on(s, "ri", "t", "k")
+                    .columns("id", "k", "v")
+                    .consistency(ConsistencyLevel.QUORUM)
+                    .pageSize(50)
+                    .build());
             Writes writes = new Writes();
             for (int op = 0; op < ops; op++) {
                 if (op == ops / 3) {
@@ -222,7 +230,7 @@ class RangeIndexIT {
                 }
                 if (r.nextInt(1000) < COMPARE_PER_MILLE) {
                     writes.awaitAll();
-                    compared += compare(s, range, model, r, "op " + op);
+                    compared += compare(s, range, fromClient, clientPlans, model, r, "op " + op);
                     continue;
                 }
                 int dice = r.nextInt(80);
@@ -264,7 +272,7 @@ class RangeIndexIT {
                             "SELECT leaf FROM ri.needle_rx_t_k_dir WHERE part = 0")))
                     .all();
             for (int i = 0; i < 30; i++) {
-                compared += compare(s, range, model, r, "end");
+                compared += compare(s, range, fromClient, clientPlans, model, r, "end");
             }
             System.out.println(
                     "RangeIndexIT: " + compared + " ranges answered by the index, the stock way and the planner, "
@@ -272,6 +280,7 @@ class RangeIndexIT {
                             + " SSTable operations and repairs, seed " + seed);
             assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
             checkViews(s, compared);
+            checkClientPlans(s, clientPlans);
             checkPagedAnswersAreLearned(s, range);
         } catch (AssertionError e) {
             throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
@@ -311,6 +320,33 @@ class RangeIndexIT {
     }
 
     /**
+     * The queries planned for the client went to node 1 (the session's only coordinator): it
+     * counted each client scan it left to the client, its model of the client's scan learned
+     * from the client's reports, and over ranges of the three lengths both the index and the
+     * client's scan were chosen.
+     */
+    private static void checkClientPlans(CqlSession s, Map<String, Integer> clientPlans) {
+        System.out.println("RangeIndexIT: the client-planned answers' strategies: " + clientPlans);
+        assertTrue(
+                clientPlans.containsKey("index") && clientPlans.containsKey("client-scan"),
+                "short ranges by the index and long ones by the client's scan: " + clientPlans);
+        Row index = s.execute(
+                        "SELECT queries_by_client_scan, model_client_scan FROM needle_views.range_indexes WHERE keyspace_name = 'ri'")
+                .one();
+        assertEquals(
+                (long) clientPlans.get("client-scan"),
+                index.getLong("queries_by_client_scan"),
+                "node 1 counted every scan it left to the client");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+) queries observed")
+                .matcher(index.getString("model_client_scan"));
+        assertTrue(m.find(), "model_client_scan: " + index.getString("model_client_scan"));
+        // each scan is reported with the client's next query; the last one may not be
+        assertTrue(
+                Long.parseLong(m.group(1)) >= clientPlans.get("client-scan") - 1L,
+                "the client's scans were reported: " + index.getString("model_client_scan"));
+    }
+
+    /**
      * A query the index answers in many pages teaches the planner once, when its last page is
      * answered (the paging state carries the pages' rows and time): node 1's model of the index
      * counts one more observed query.
@@ -344,8 +380,18 @@ class RangeIndexIT {
         Thread.sleep(2_000); // every coordinator rereads the index's status each second
     }
 
-    /** One random range, answered by the index, the stock way and the planner, each compared with the model. */
-    private static int compare(CqlSession s, PreparedStatement range, Model model, SplittableRandom r, String when) {
+    /**
+     * One random range, answered as planned for the client ({@link RangeQuery}), by the index, the
+     * stock way and the planner, each compared with the model.
+     */
+    private static int compare(
+            CqlSession s,
+            PreparedStatement range,
+            RangeQuery fromClient,
+            Map<String, Integer> clientPlans,
+            Model model,
+            SplittableRandom r,
+            String when) {
         double length = switch (r.nextInt(3)) {
             case 0 -> 0.0001 + r.nextDouble() * 0.002;
             case 1 -> 0.002 + r.nextDouble() * 0.1;
@@ -361,6 +407,13 @@ class RangeIndexIT {
         });
         // small pages cross leaves and splits often; at most about 20 pages keep long ranges affordable
         int pageSize = Math.max(1 + r.nextInt(200), expected.size() / 20 + 1);
+        RangeQuery.Answer planned4Client = fromClient.between(from, to);
+        clientPlans.merge(planned4Client.strategy(), 1, Integer::sum);
+        assertSame(
+                expected,
+                asMap(planned4Client.rows()),
+                "the answer planned for the client (" + planned4Client.strategy() + ") vs model, range [" + from + ", "
+                        + to + "), " + when);
         List<Row> byIndex = s.execute(
                         quorum(range.bind(from, to)).setPageSize(pageSize).setCustomPayload(INDEX))
                 .all();

@@ -20,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
@@ -112,7 +113,7 @@ class RangeScanIT {
     private void rangeExperiment(LocalCluster cluster) throws Exception {
         Path file = dir.resolve("range-it.json");
         Files.writeString(file, """
-                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "coordinator-scan", "hybrid"],
+                {"name": "range-it", "title": "range test", "reproduces": null, "variants": ["scan", "sai", "rix", "coordinator-scan", "hybrid", "hybrid-client"],
                  "rows": 1200, "columns": 2, "value_bytes": 20,
                  "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
                            {"label": "long", "min_length": 0.5, "max_length": 0.9}],
@@ -128,7 +129,7 @@ class RangeScanIT {
         for (RangeResult.MixResult m : r.mixes()) {
             assertEquals(0, m.wrongResults(), m.label() + ": the variants answered differently");
             assertEquals(
-                    List.of("scan", "sai", "rix", "coordinator-scan", "hybrid"),
+                    List.of("scan", "sai", "rix", "coordinator-scan", "hybrid", "hybrid-client"),
                     List.copyOf(m.variants().keySet()));
             assertTrue(m.variants().values().stream().allMatch(st -> st.medianMs() > 0), m.label());
             assertEquals(
@@ -149,14 +150,34 @@ class RangeScanIT {
             assertTrue(
                     m.plannerChose().keySet().stream().allMatch(c -> c.startsWith("scan") || c.startsWith("index")),
                     "the planner chose the scan or the index: " + m.plannerChose());
+            assertEquals(
+                    m.queries(),
+                    m.clientPlannerChose().values().stream()
+                            .mapToInt(Integer::intValue)
+                            .sum(),
+                    "every query planned for the client says how it was answered: " + m.clientPlannerChose());
+            assertTrue(
+                    Set.of("client-scan", "index")
+                            .containsAll(m.clientPlannerChose().keySet()),
+                    "the planner chose the client's scan or the index for the client: " + m.clientPlannerChose());
+            assertEquals(
+                    m.variants().get("hybrid-client").medianMs()
+                            / m.variants().get("scan").medianMs(),
+                    m.clientPlannerVs().get("scan"),
+                    1e-9,
+                    "the client planner's ratio to the scan");
         }
+        assertTrue(
+                r.mixes().get(1).clientPlannerChose().containsKey("client-scan"),
+                "ranges of half the keys and more are left to the client's scan: "
+                        + r.mixes().get(1).clientPlannerChose());
         assertEquals(
                 List.of("none", "sai", "needle ordered index (rix)"),
                 r.writes().stream().map(RangeResult.WriteResult::index).toList());
         double shortRows = r.mixes().get(0).rowsMean(),
                 longRows = r.mixes().get(1).rowsMean();
         assertTrue(shortRows < 10 && longRows > 500, "rows per query: " + shortRows + " and " + longRows);
-        assertEquals(2 * 5, r.clients().size(), "a point per mix and variant: " + r.clients());
+        assertEquals(2 * 6, r.clients().size(), "a point per mix and variant: " + r.clients());
         for (RangeResult.ClientsResult p : r.clients()) {
             assertEquals(0, p.wrongResults(), p + ": the variants answered differently");
             assertTrue(p.queriesPerSecond() > 0 && p.latency().medianMs() > 0, p.toString());

@@ -48,6 +48,10 @@ public final class TokenRangeScan {
     private final int pageSize;
     private final Duration timeout;
     private final int minSplits;
+    /** {@code SELECT columns FROM keyspace.table WHERE }, and the range column as CQL names it. */
+    private final String selectWhere;
+
+    private final String columnCql;
 
     private TokenRangeScan(Builder b) {
         this.session = b.session;
@@ -77,12 +81,49 @@ public final class TokenRangeScan {
         String from = "SELECT " + columns + " FROM " + table.getKeyspace().asCql(true) + "."
                 + table.getName().asCql(true) + " WHERE ";
         String range = col + " >= ? AND " + col + " < ? ALLOW FILTERING";
+        this.selectWhere = from;
+        this.columnCql = col;
         // A split at the start of the ring has no lower token bound: token > MIN would still be right,
         // but one statement shape per kind keeps the bind positions plain.
         this.fromRingStart = session.prepare(from + "token(" + key + ") <= ? AND " + range);
         this.bounded = session.prepare(from + "token(" + key + ") > ? AND token(" + key + ") <= ? AND " + range);
         int nodes = session.getMetadata().getNodes().size();
         this.minSplits = Math.max(1, nodes * b.splitsPerNode);
+    }
+
+    /** {@code SELECT <the scan's columns> FROM <keyspace.table> WHERE <column> >= ? AND <column> < ?}, without filtering. */
+    String rangeSelect() {
+        return selectWhere + columnCql + " >= ? AND " + columnCql + " < ?";
+    }
+
+    CqlSession session() {
+        return session;
+    }
+
+    ConsistencyLevel consistency() {
+        return consistency;
+    }
+
+    int pageSize() {
+        return pageSize;
+    }
+
+    Duration timeout() {
+        return timeout;
+    }
+
+    /** Sorts rows by the range column, stably (ties keep their order). */
+    List<Row> inColumnOrder(List<Row> rows) {
+        List<Keyed> keyed = new ArrayList<>(rows.size());
+        for (Row r : rows) {
+            keyed.add(new Keyed(r.getObject(column), r)); // each row's key decoded once, not at every comparison
+        }
+        keyed.sort((a, b) -> compare(a.key(), b.key()));
+        List<Row> out = new ArrayList<>(keyed.size());
+        for (Keyed k : keyed) {
+            out.add(k.row());
+        }
+        return out;
     }
 
     /** A scan of {@code keyspace.table} by {@code column} (its name as CQL stores it, e.g. lower case). */
@@ -141,13 +182,10 @@ public final class TokenRangeScan {
             for (TokenSplit s : splits) {
                 parts.add(pool.submit(() -> read(tokens, s, fromInclusive, toExclusive)));
             }
-            // Each row's key decoded once, not at every comparison of the sort.
-            List<Keyed> rows = new ArrayList<>();
+            List<Row> rows = new ArrayList<>();
             for (int i = 0; i < parts.size(); i++) {
                 try {
-                    for (Row r : parts.get(i).get()) {
-                        rows.add(new Keyed(r.getObject(column), r));
-                    }
+                    rows.addAll(parts.get(i).get());
                 } catch (ExecutionException e) {
                     throw new RangeScanException(
                             "reading split " + splits.get(i) + " of " + splits.size() + " failed: "
@@ -155,12 +193,7 @@ public final class TokenRangeScan {
                             e.getCause());
                 }
             }
-            rows.sort((a, b) -> compare(a.key(), b.key())); // a stable sort: ties stay in token order
-            List<Row> out = new ArrayList<>(rows.size());
-            for (Keyed k : rows) {
-                out.add(k.row());
-            }
-            return out;
+            return inColumnOrder(rows); // ties stay in token order
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RangeScanException("interrupted", e);

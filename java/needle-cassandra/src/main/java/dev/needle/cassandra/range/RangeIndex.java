@@ -88,8 +88,9 @@ public final class RangeIndex {
      * This node's planner for queries on this index. Its starting coefficients come from the
      * range-mixes run of docs/results.md (3 nodes on 2 cores, 200,000 rows; medians of the short
      * and medium mixes): index 25 ms + 0.11 ms a row, SAI 140 ms + 0.03 ms a row, scan 0.0033 ms
-     * per indexed entry (every node reads everything) + 0.015 ms a row. They are worth five
-     * queries; the queries it observes correct them.
+     * per indexed entry (every node reads everything) + 0.015 ms a row; a client's own scan
+     * 0.0027 ms per entry + 0.0085 ms a row (its short and long mixes). They are worth five
+     * queries; the queries it observes (and clients' reports of their scans) correct them.
      */
     public RangePlanner planner() {
         RangePlanner p = planner;
@@ -99,7 +100,11 @@ public final class RangeIndex {
                     Map.of(
                             RangePlanner.Strategy.INDEX, new double[] {25, 0.11},
                             RangePlanner.Strategy.SAI, new double[] {140, 0.03},
-                            RangePlanner.Strategy.SCAN, new double[] {scanFixed, 0.015}),
+                            RangePlanner.Strategy.SCAN, new double[] {scanFixed, 0.015},
+                            RangePlanner.Strategy.CLIENT_SCAN,
+                                    new double[] {
+                                        Math.max(20, 0.0027 * directory().totalRows()), 0.0085
+                                    }),
                     5,
                     16,
                     3);

@@ -15,9 +15,19 @@ import java.util.Set;
 public final class RangePlanner {
     /** The ways to answer a range query. */
     public enum Strategy {
+        /** The coordinator's parallel scan of every node. */
         SCAN,
+        /** Cassandra's SAI on the column. */
         SAI,
-        INDEX
+        /** Needle's ordered index. */
+        INDEX,
+        /** The client's own parallel scan, when it asked for a plan (see RangeStatements). */
+        CLIENT_SCAN;
+
+        /** The strategy's name in tracing, views and payloads: "scan", "sai", "index", "client-scan". */
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+        }
     }
 
     /**
@@ -31,12 +41,11 @@ public final class RangePlanner {
     public record Decision(Strategy strategy, double estimate, Map<Strategy, Double> predicted, boolean explored) {
         /** For tracing: "index for ~120 rows (expected: scan 540.0 sai 22.0 index 3.1 ms)". */
         public String describe() {
-            StringBuilder b = new StringBuilder(strategy.name().toLowerCase(java.util.Locale.ROOT))
+            StringBuilder b = new StringBuilder(strategy.label())
                     .append(String.format(" for ~%.0f rows", estimate))
                     .append(explored ? ", exploring" : "")
                     .append(" (expected:");
-            predicted.forEach((s, ms) ->
-                    b.append(String.format(" %s %.1f", s.name().toLowerCase(java.util.Locale.ROOT), ms)));
+            predicted.forEach((s, ms) -> b.append(String.format(" %s %.1f", s.label(), ms)));
             return b.append(" ms)").toString();
         }
     }

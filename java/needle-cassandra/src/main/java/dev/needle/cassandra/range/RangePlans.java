@@ -14,7 +14,7 @@ import java.util.Map;
  * {@link #KEPT} plans (read through {@code needle_views.range_plans}) and, per strategy, counters
  * in Cassandra's metrics registry, so over JMX as {@code
  * org.apache.cassandra.metrics:type=NeedleRange,keyspace=KS,scope=INDEX,name=QueriesByIndex} (and
- * {@code QueriesByScan}, {@code QueriesBySai}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}). Thread-safe.
+ * {@code QueriesByScan}, {@code QueriesBySai}, {@code QueriesByClientScan}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}). Thread-safe.
  */
 public final class RangePlans {
     /** Plans kept per index. */
@@ -73,7 +73,10 @@ public final class RangePlans {
     RangePlans(String keyspace, String index) {
         metrics = new MetricGroup(TYPE, keyspace, index);
         for (RangePlanner.Strategy s : RangePlanner.Strategy.values()) {
-            String n = s.name().charAt(0) + s.name().substring(1).toLowerCase(Locale.ROOT);
+            StringBuilder n = new StringBuilder(); // CLIENT_SCAN -> ClientScan
+            for (String word : s.name().split("_")) {
+                n.append(word.charAt(0)).append(word.substring(1).toLowerCase(Locale.ROOT));
+            }
             queries.put(s, metrics.counter("QueriesBy" + n));
         }
         switches = metrics.counter("SwitchesToStock");

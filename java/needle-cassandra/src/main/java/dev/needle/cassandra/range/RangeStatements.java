@@ -10,6 +10,7 @@ import java.util.function.Supplier;
 import org.apache.cassandra.cql3.Attributes;
 import org.apache.cassandra.cql3.BatchQueryOptions;
 import org.apache.cassandra.cql3.QueryOptions;
+import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.VariableSpecifications;
 import org.apache.cassandra.cql3.restrictions.StatementRestrictions;
 import org.apache.cassandra.cql3.statements.BatchStatement;
@@ -34,8 +35,29 @@ import org.apache.cassandra.transport.messages.ResultMessage;
  * stock way, which asks every node).
  */
 public final class RangeStatements {
-    /** Custom payload key that chooses how a range query runs: {@code index} or {@code stock}. */
+    /**
+     * Custom payload key that chooses how a range query runs: {@code index}, {@code stock}, or
+     * {@code plan} (the planner chooses with the client's own scan among the strategies, see
+     * {@link #PLAN_PAYLOAD}).
+     */
     public static final String STRATEGY_PAYLOAD = "needle.range";
+
+    /**
+     * Response payload key of a {@code plan} request: the strategy that answered ({@code index},
+     * {@code sai}, {@code scan}) or {@code client-scan}, which answers with no rows and leaves
+     * the query to the client's parallel scan (rows then go from each node to the client, 8
+     * splits at a time, where a page of the coordinator's scan reads about one page's worth).
+     */
+    public static final String PLAN_PAYLOAD = "needle.range.plan";
+
+    /** Response payload key of a {@code plan} request: the rows expected over the whole range. */
+    public static final String ESTIMATE_PAYLOAD = "needle.range.estimate";
+
+    /**
+     * Request payload key with which a client reports its last scan ({@code "rows,ms"}), so that
+     * the planner learns what a client's scan costs.
+     */
+    public static final String CLIENT_SCAN_PAYLOAD = "needle.range.client_scan";
 
     /** An index answer that reaches this many times its estimate on its first page may start again the stock way. */
     static final double OVERRUN = 8;
@@ -129,7 +151,13 @@ public final class RangeStatements {
             return null;
         }
         boolean ready = index.ready();
-        RangePlanner.Strategy stock = hasSai(select, index) ? RangePlanner.Strategy.SAI : RangePlanner.Strategy.SCAN;
+        String asked = asked(payload);
+        boolean forClient = "plan".equals(asked); // the client can scan itself: its scan is a strategy
+        RangePlanner.Strategy stock = hasSai(select, index)
+                ? RangePlanner.Strategy.SAI
+                : forClient && ParallelScan.supports(select.table)
+                        ? RangePlanner.Strategy.CLIENT_SCAN
+                        : RangePlanner.Strategy.SCAN;
         double estimate = ready ? index.estimateRows(bounds[0].value(), bounds[1].value()) : Double.NaN;
         // Without SAI the stock way is the parallel scan; its pages and Cassandra's are interchangeable.
         Supplier<ResultMessage> stockAnswer = stock == RangePlanner.Strategy.SCAN && ParallelScan.supports(select.table)
@@ -145,7 +173,10 @@ public final class RangeStatements {
             learnFromIndex(index, a);
             return a.message();
         }
-        String asked = asked(payload);
+        if (payload != null && payload.containsKey(CLIENT_SCAN_PAYLOAD)) {
+            double[] scan = clientScan(payload.get(CLIENT_SCAN_PAYLOAD));
+            index.planner().observe(RangePlanner.Strategy.CLIENT_SCAN, scan[0], scan[1]);
+        }
         RangePlanner.Decision d;
         RangePlans.ChosenBy by;
         if (!ready) {
@@ -155,7 +186,7 @@ public final class RangeStatements {
                     stock);
             d = null;
             by = RangePlans.ChosenBy.NOT_READY;
-        } else if (asked != null) {
+        } else if (asked != null && !forClient) {
             d = new RangePlanner.Decision(
                     asked.equals("index") ? RangePlanner.Strategy.INDEX : stock, estimate, Map.of(), false);
             Tracing.trace(
@@ -177,8 +208,9 @@ public final class RangeStatements {
             // The planner's choice is revisited while the first page fills (a choice asked for is kept).
             RangePlanner.Decision chosen = d;
             RangePlanner planner = index.planner();
-            LongPredicate abandon =
-                    asked != null ? null : rowsSoFar -> planner.switchToStock(chosen, stock, rowsSoFar, OVERRUN);
+            LongPredicate abandon = asked != null && !forClient
+                    ? null
+                    : rowsSoFar -> planner.switchToStock(chosen, stock, rowsSoFar, OVERRUN);
             a = RangeRead.answer(index, select, filter, bounds, state, options, t, abandon);
             if (a == null) {
                 Tracing.trace(
@@ -191,7 +223,14 @@ public final class RangeStatements {
                 t0 = System.nanoTime(); // the stock way's own latency is what its model learns
             }
         }
-        if (a != null) {
+        if (a == null && stock == RangePlanner.Strategy.CLIENT_SCAN) {
+            // The client scans: no rows from here, only the plan (below).
+            answer = new ResultMessage.Rows(
+                    new ResultSet(select.getResultMetadata().copy()));
+            rows = 0;
+            morePages = false;
+            Tracing.trace("Needle: the client scans the range itself");
+        } else if (a != null) {
             answer = a.message();
             rows = a.work().rows();
             morePages = a.message().result.metadata.getPagingState() != null;
@@ -209,7 +248,7 @@ public final class RangeStatements {
         }
         if (a != null) {
             learnFromIndex(index, a);
-        } else if (d != null && !morePages) {
+        } else if (d != null && !morePages && stock != RangePlanner.Strategy.CLIENT_SCAN) {
             // A whole answer in one page: its latency is the query's, which the planner learns from.
             // (The stock way's later pages carry Cassandra's paging state, which has no room for
             // the query's progress: a paged stock answer is not learned from.)
@@ -218,7 +257,35 @@ public final class RangeStatements {
         RangePlanner.Strategy answered = a != null ? RangePlanner.Strategy.INDEX : stock;
         double millis = (System.nanoTime() - began) / 1e6; // a switched query's included
         index.plans().record(new RangePlans.Plan(startedAt, answered, by, estimate, rows, millis, morePages));
+        if (forClient) {
+            answer.setCustomPayload(Map.of(
+                    PLAN_PAYLOAD, utf8(answered.label()),
+                    ESTIMATE_PAYLOAD, utf8(Double.isNaN(estimate) ? "unknown" : Long.toString(Math.round(estimate)))));
+        }
         return answer;
+    }
+
+    private static ByteBuffer utf8(String s) {
+        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** A client's report of its last scan, {@code "rows,ms"}: {rows, ms}. */
+    private static double[] clientScan(ByteBuffer report) {
+        String s = StandardCharsets.UTF_8.decode(report.duplicate()).toString();
+        String[] parts = s.split(",");
+        try {
+            if (parts.length == 2) {
+                double rows = Double.parseDouble(parts[0]);
+                double ms = Double.parseDouble(parts[1]);
+                if (rows >= 0 && ms >= 0 && Double.isFinite(rows) && Double.isFinite(ms)) {
+                    return new double[] {rows, ms};
+                }
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new InvalidRequestException("custom payload " + CLIENT_SCAN_PAYLOAD
+                + " must be 'rows,milliseconds' (two numbers >= 0), not '" + s + "'");
     }
 
     /**
@@ -248,7 +315,7 @@ public final class RangeStatements {
                 && select.getPerPartitionLimit(options) == DataLimits.NO_LIMIT;
     }
 
-    /** The strategy the custom payload asks for ({@code index} or {@code stock}), or null. */
+    /** What the custom payload asks for ({@code index}, {@code stock} or {@code plan}), or null. */
     private static String asked(Map<String, ByteBuffer> payload) {
         if (payload == null || !payload.containsKey(STRATEGY_PAYLOAD)) {
             return null;
@@ -256,9 +323,9 @@ public final class RangeStatements {
         String asked = StandardCharsets.UTF_8
                 .decode(payload.get(STRATEGY_PAYLOAD).duplicate())
                 .toString();
-        if (!asked.equals("index") && !asked.equals("stock")) {
+        if (!asked.equals("index") && !asked.equals("stock") && !asked.equals("plan")) {
             throw new InvalidRequestException(
-                    "custom payload " + STRATEGY_PAYLOAD + " must be 'index' or 'stock', not '" + asked + "'");
+                    "custom payload " + STRATEGY_PAYLOAD + " must be 'index', 'stock' or 'plan', not '" + asked + "'");
         }
         return asked;
     }

@@ -43,10 +43,12 @@ final class RangeViews {
                     .addRegularColumn("queries_by_index", LongType.instance)
                     .addRegularColumn("queries_by_scan", LongType.instance)
                     .addRegularColumn("queries_by_sai", LongType.instance)
+                    .addRegularColumn("queries_by_client_scan", LongType.instance)
                     .addRegularColumn("stale_entries_removed", LongType.instance)
                     .addRegularColumn("model_index", UTF8Type.instance)
                     .addRegularColumn("model_scan", UTF8Type.instance)
                     .addRegularColumn("model_sai", UTF8Type.instance)
+                    .addRegularColumn("model_client_scan", UTF8Type.instance)
                     .build());
         }
 
@@ -70,10 +72,12 @@ final class RangeViews {
                         .column("queries_by_index", plans.queries(RangePlanner.Strategy.INDEX))
                         .column("queries_by_scan", plans.queries(RangePlanner.Strategy.SCAN))
                         .column("queries_by_sai", plans.queries(RangePlanner.Strategy.SAI))
+                        .column("queries_by_client_scan", plans.queries(RangePlanner.Strategy.CLIENT_SCAN))
                         .column("stale_entries_removed", plans.staleEntriesRemoved())
                         .column("model_index", model(planner, RangePlanner.Strategy.INDEX))
                         .column("model_scan", model(planner, RangePlanner.Strategy.SCAN))
-                        .column("model_sai", model(planner, RangePlanner.Strategy.SAI));
+                        .column("model_sai", model(planner, RangePlanner.Strategy.SAI))
+                        .column("model_client_scan", model(planner, RangePlanner.Strategy.CLIENT_SCAN));
             }
             return rows;
         }
@@ -120,7 +124,7 @@ final class RangeViews {
                                     index.tables().index(),
                                     i + 1)
                             .column("started_at", new Date(p.atMillis()))
-                            .column("strategy", p.strategy().name().toLowerCase(Locale.ROOT))
+                            .column("strategy", p.strategy().label())
                             .column("chosen_by", p.chosenByLabel())
                             .column("estimated_rows", Double.isNaN(p.estimate()) ? null : p.estimate())
                             .column("rows", p.rows())

@@ -1,0 +1,18 @@
+package dev.needle.cassandra.range;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.needle.range.RangeQuery;
+import org.junit.jupiter.api.Test;
+
+/** The client library and the query handler name the custom payload's keys alike. */
+class RangePayloadTest {
+    @Test
+    void clientAndHandlerUseTheSameKeys() {
+        assertEquals(RangeStatements.STRATEGY_PAYLOAD, RangeQuery.STRATEGY_PAYLOAD);
+        assertEquals(RangeStatements.PLAN_PAYLOAD, RangeQuery.PLAN_PAYLOAD);
+        assertEquals(RangeStatements.ESTIMATE_PAYLOAD, RangeQuery.ESTIMATE_PAYLOAD);
+        assertEquals(RangeStatements.CLIENT_SCAN_PAYLOAD, RangeQuery.CLIENT_SCAN_PAYLOAD);
+        assertEquals("client-scan", RangePlanner.Strategy.CLIENT_SCAN.label());
+    }
+}
