@@ -198,14 +198,7 @@ public final class RangeBench {
         try (CqlSession s = cluster.session(1)) {
             Map<String, Integer> leaves = new LinkedHashMap<>();
             double loadSeconds = load(s, cl, leaves);
-            TokenRangeScan scan = TokenRangeScan.on(s, KEYSPACE, "data", "k")
-                    .consistency(cl)
-                    .splitsPerNode(e.scan().splitsPerNode())
-                    .concurrency(e.scan().concurrency())
-                    .pageSize(e.scan().pageSize())
-                    .timeout(Duration.ofSeconds(120))
-                    .build();
-            Map<String, Reader> readers = readers(s, scan, cl);
+            Map<String, Reader> readers = readers(s, cl);
             SplittableRandom r = new SplittableRandom(e.seed() ^ 0x5eed);
             List<MixResult> mixes = new ArrayList<>();
             List<ClientsResult> clients = new ArrayList<>();
@@ -377,23 +370,17 @@ public final class RangeBench {
      * Every measured variant by name: "scan", "sai", and each variant through Needle on each table
      * with Needle's index ("rix", or "rix (leaf 500)" when the experiment has leaf sizes).
      */
-    private Map<String, Reader> readers(CqlSession s, TokenRangeScan scan, ConsistencyLevel cl) {
+    private Map<String, Reader> readers(CqlSession s, ConsistencyLevel cl) {
         Map<String, Reader> out = new LinkedHashMap<>();
         for (String v : e.variants()) {
             switch (v) {
-                case "scan" -> out.put(v, scan::between);
+                case "scan" -> out.put(v, scan(s, "data", cl)::between);
                 case "sai" -> { // without SAI on it, the query is refused (it would need ALLOW FILTERING)
                     PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
                     out.put(v, (from, to) -> ordered(s, sai.bind(from, to), cl));
                 }
                 case "hybrid-client" -> {
-                    RangeQuery planned = RangeQuery.planned(TokenRangeScan.on(s, KEYSPACE, "data_rix", "k")
-                            .consistency(cl)
-                            .splitsPerNode(e.scan().splitsPerNode())
-                            .concurrency(e.scan().concurrency())
-                            .pageSize(e.scan().pageSize())
-                            .timeout(Duration.ofSeconds(120))
-                            .build());
+                    RangeQuery planned = RangeQuery.planned(scan(s, "data_rix", cl));
                     out.put(v, (from, to) -> {
                         RangeQuery.Answer a = planned.between(from, to);
                         lastClientPlan = a.strategy();
@@ -417,6 +404,17 @@ public final class RangeBench {
             }
         }
         return out;
+    }
+
+    /** The client's parallel scan of {@code table} by the key, with the experiment's scan options. */
+    private TokenRangeScan scan(CqlSession s, String table, ConsistencyLevel cl) {
+        return TokenRangeScan.on(s, KEYSPACE, table, "k")
+                .consistency(cl)
+                .splitsPerNode(e.scan().splitsPerNode())
+                .concurrency(e.scan().concurrency())
+                .pageSize(e.scan().pageSize())
+                .timeout(Duration.ofSeconds(120))
+                .build();
     }
 
     private List<WriteResult> measureWrites(CqlSession s, SplittableRandom r, ConsistencyLevel cl) {

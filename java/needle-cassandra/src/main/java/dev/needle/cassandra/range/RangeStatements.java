@@ -269,9 +269,13 @@ public final class RangeStatements {
         return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
     }
 
+    private static String text(ByteBuffer b) {
+        return StandardCharsets.UTF_8.decode(b.duplicate()).toString();
+    }
+
     /** A client's report of its last scan, {@code "rows,ms"}: {rows, ms}. */
     private static double[] clientScan(ByteBuffer report) {
-        String s = StandardCharsets.UTF_8.decode(report.duplicate()).toString();
+        String s = text(report);
         String[] parts = s.split(",");
         try {
             if (parts.length == 2) {
@@ -320,9 +324,7 @@ public final class RangeStatements {
         if (payload == null || !payload.containsKey(STRATEGY_PAYLOAD)) {
             return null;
         }
-        String asked = StandardCharsets.UTF_8
-                .decode(payload.get(STRATEGY_PAYLOAD).duplicate())
-                .toString();
+        String asked = text(payload.get(STRATEGY_PAYLOAD));
         if (!asked.equals("index") && !asked.equals("stock") && !asked.equals("plan")) {
             throw new InvalidRequestException(
                     "custom payload " + STRATEGY_PAYLOAD + " must be 'index', 'stock' or 'plan', not '" + asked + "'");
