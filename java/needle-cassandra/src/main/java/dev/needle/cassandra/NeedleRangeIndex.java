@@ -1,6 +1,8 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.range.KeyFetch;
 import dev.needle.cassandra.range.RangeIndexes;
+import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -90,7 +92,7 @@ public final class NeedleRangeIndex extends CustomIndexBase {
 
     @Override
     public void register(IndexRegistry registry) {
-        registry.registerIndex(this);
+        registry.registerIndex(this, groupKey, () -> new KeyFetch.IndexGroup(this));
         RangeIndexes.register(baseCfs.metadata(), column, getIndexMetadata());
     }
 
@@ -130,8 +132,15 @@ public final class NeedleRangeIndex extends CustomIndexBase {
         return column.equals(c);
     }
 
+    /**
+     * Range and equality restrictions on the column; and the key lists the query handler sends in
+     * a custom expression to read the rows an index answer names ({@code RangeRead}).
+     */
     @Override
     public boolean supportsExpression(ColumnMetadata c, Operator operator) {
+        if (KeyFetch.isExpressionColumn(c, baseCfs.metadata(), getIndexMetadata())) {
+            return operator == Operator.EQ;
+        }
         return column.equals(c)
                 && switch (operator) {
                     case EQ, GT, GTE, LT, LTE -> true;
@@ -157,7 +166,10 @@ public final class NeedleRangeIndex extends CustomIndexBase {
         return null;
     }
 
-    /** The stock way: this node's data in the command's range, filtered afterwards by the restrictions. */
+    /**
+     * A key list's rows ({@code RangeRead} fetching an index answer's rows); or the stock way: this
+     * node's data in the command's range, filtered afterwards by the restrictions.
+     */
     @Override
     public Searcher searcherFor(ReadCommand command) {
         return new Searcher() {
@@ -169,7 +181,10 @@ public final class NeedleRangeIndex extends CustomIndexBase {
             @Override
             public UnfilteredPartitionIterator search(ReadExecutionController controller) {
                 if (command instanceof PartitionRangeReadCommand range) {
-                    return range.queryStorage(baseCfs, controller);
+                    ByteBuffer keys = KeyFetch.keysOf(range, getIndexMetadata());
+                    return keys != null
+                            ? KeyFetch.replicaRows(baseCfs, range, keys, controller)
+                            : range.queryStorage(baseCfs, controller);
                 }
                 SinglePartitionReadCommand single = (SinglePartitionReadCommand) command;
                 return new SingletonUnfilteredPartitionIterator(single.queryMemtableAndDisk(baseCfs, controller));

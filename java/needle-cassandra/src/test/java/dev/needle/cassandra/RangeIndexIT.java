@@ -281,6 +281,7 @@ class RangeIndexIT {
             assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
             checkViews(s, compared);
             checkClientPlans(s, clientPlans);
+            checkKeyLists(s);
             checkPagedAnswersAreLearned(s, range);
         } catch (AssertionError e) {
             throw new AssertionError("seed " + seed + ": " + e.getMessage(), e);
@@ -317,6 +318,20 @@ class RangeIndexIT {
         for (Row p : plans) {
             assertTrue(p.getLong("rows") >= 0 && p.getDouble("latency_ms") >= 0, "plan " + p.getInt("plan"));
         }
+    }
+
+    /**
+     * Node 1 read the rows of its index answers by key lists (one range read per batch), none a
+     * partition at a time: the keys here are small, and no index was dropped.
+     */
+    private static void checkKeyLists(CqlSession s) {
+        Row index = s.execute("SELECT keys_read_by_key_list, keys_read_by_partition FROM needle_views.range_indexes"
+                        + " WHERE keyspace_name = 'ri'")
+                .one();
+        System.out.println("RangeIndexIT: node 1 read " + index.getLong("keys_read_by_key_list")
+                + " keys' rows by key lists, " + index.getLong("keys_read_by_partition") + " a partition at a time");
+        assertTrue(index.getLong("keys_read_by_key_list") > 0, "rows read by key lists");
+        assertEquals(0L, index.getLong("keys_read_by_partition"), "no row read a partition at a time");
     }
 
     /**

@@ -14,7 +14,8 @@ import java.util.Map;
  * {@link #KEPT} plans (read through {@code needle_views.range_plans}) and, per strategy, counters
  * in Cassandra's metrics registry, so over JMX as {@code
  * org.apache.cassandra.metrics:type=NeedleRange,keyspace=KS,scope=INDEX,name=QueriesByIndex} (and
- * {@code QueriesByScan}, {@code QueriesBySai}, {@code QueriesByClientScan}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}). Thread-safe.
+ * {@code QueriesByScan}, {@code QueriesBySai}, {@code QueriesByClientScan}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}, {@code
+ * KeysReadByKeyList}, {@code KeysReadByPartition}). Thread-safe.
  */
 public final class RangePlans {
     /** Plans kept per index. */
@@ -68,6 +69,8 @@ public final class RangePlans {
     private final Map<RangePlanner.Strategy, Counter> queries = new EnumMap<>(RangePlanner.Strategy.class);
     private final Counter switches;
     private final Counter staleRemoved;
+    private final Counter keysByKeyList;
+    private final Counter keysByPartition;
     private final MetricGroup metrics;
 
     RangePlans(String keyspace, String index) {
@@ -81,6 +84,8 @@ public final class RangePlans {
         }
         switches = metrics.counter("SwitchesToStock");
         staleRemoved = metrics.counter("StaleEntriesRemoved");
+        keysByKeyList = metrics.counter("KeysReadByKeyList");
+        keysByPartition = metrics.counter("KeysReadByPartition");
     }
 
     /** Records a query's plan. */
@@ -112,6 +117,25 @@ public final class RangePlans {
     /** Superseded entries this node's reads removed since it started. */
     public long staleEntriesRemoved() {
         return staleRemoved.getCount();
+    }
+
+    /**
+     * Counts the keys whose rows an index answer read: by key lists ({@link KeyFetch}), or one
+     * read per partition (keys too large for a list, an index dropped while a query ran).
+     */
+    void keysRead(int byKeyList, int byPartition) {
+        keysByKeyList.inc(byKeyList);
+        keysByPartition.inc(byPartition);
+    }
+
+    /** Keys whose rows this node's index answers read by key lists since it started. */
+    public long keysReadByKeyList() {
+        return keysByKeyList.getCount();
+    }
+
+    /** Keys whose rows this node's index answers read one partition at a time since it started. */
+    public long keysReadByPartition() {
+        return keysByPartition.getCount();
     }
 
     /** Queries answered by {@code s} on this node since it started. */

@@ -7,25 +7,17 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableSet;
-import java.util.TreeSet;
 import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.selection.ResultSetBuilder;
 import org.apache.cassandra.cql3.statements.SelectStatement;
-import org.apache.cassandra.db.Clustering;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.RegularAndStaticColumns;
-import org.apache.cassandra.db.SinglePartitionReadCommand;
-import org.apache.cassandra.db.filter.ClusteringIndexNamesFilter;
-import org.apache.cassandra.db.filter.ColumnFilter;
-import org.apache.cassandra.db.filter.DataLimits;
 import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.rows.Cell;
@@ -34,7 +26,6 @@ import org.apache.cassandra.db.rows.RowIterator;
 import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.QueryState;
-import org.apache.cassandra.service.StorageProxy;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.messages.ResultMessage;
@@ -42,10 +33,10 @@ import org.apache.cassandra.utils.ByteBufferUtil;
 
 /**
  * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
- * their rows by primary key at the statement's consistency level (in parallel, a batch at a
- * time), keeps a row only if it still holds the entry's value and satisfies every restriction of
- * the statement (so stale entries are dropped), and returns the rows in the indexed column's
- * order, a page at a time. The paging state it returns holds the last entry read, so the next
+ * their rows by primary key at the statement's consistency level (a batch at a time, each in one
+ * range read by key list: {@link KeyFetch}), keeps a row only if it still holds the entry's value
+ * and satisfies every restriction of the statement (so stale entries are dropped), and returns
+ * the rows in the indexed column's order, a page at a time. The paging state it returns holds the last entry read, so the next
  * page starts after it whatever the directory has become meanwhile.
  *
  * <p>A row changed while a query runs may be returned at its old or its new value, or (if it
@@ -53,7 +44,7 @@ import org.apache.cassandra.utils.ByteBufferUtil;
  * not a snapshot. Rows that do not change while it runs are returned exactly once.
  */
 public final class RangeRead {
-    /** Entries whose rows are fetched together (one parallel read). */
+    /** Entries whose rows are fetched together (one key list). */
     static final int FETCH_BATCH = 256;
 
     private RangeRead() {}
@@ -233,11 +224,11 @@ public final class RangeRead {
                 break;
             }
             entries += batch.size();
-            Map<Key, Fetched> rows = fetch(index, batch, cl, nowInSec, t);
+            Map<KeyFetch.Key, Fetched> rows = fetch(index, batch, cl, nowInSec, t);
             List<EntryCursor.Position> superseded = new ArrayList<>();
             for (EntryCursor.Position e : batch) {
                 last = e;
-                Fetched f = rows.get(new Key(e.pk(), e.ck()));
+                Fetched f = rows.get(new KeyFetch.Key(e.pk(), e.ck()));
                 if (f != null && StaleEntries.superseded(index, f.row, e)) {
                     superseded.add(e);
                 }
@@ -274,41 +265,29 @@ public final class RangeRead {
         return filter.isSatisfiedBy(index.base(), f.key, f.row, now);
     }
 
-    private record Key(ByteBuffer pk, ByteBuffer ck) {}
-
     /** A row read from the base table, with its partition's key and static row. */
     record Fetched(DecoratedKey key, Row staticRow, Row row) {}
 
-    /** Reads the rows of a batch of entries by primary key, one command per partition, at {@code cl}. */
-    private static Map<Key, Fetched> fetch(
+    /** Reads the rows of a batch of entries by primary key at {@code cl} ({@link KeyFetch}). */
+    private static Map<KeyFetch.Key, Fetched> fetch(
             RangeIndex index,
             List<EntryCursor.Position> batch,
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t) {
-        TableMetadata base = index.base();
-        Map<ByteBuffer, NavigableSet<Clustering<?>>> byPartition = new LinkedHashMap<>();
+        List<KeyFetch.Key> keys = new ArrayList<>(batch.size());
         for (EntryCursor.Position e : batch) {
-            byPartition
-                    .computeIfAbsent(e.pk(), k -> new TreeSet<>(base.comparator))
-                    .add(Clustering.serializer.deserialize(
-                            e.ck(), EntryWriter.CLUSTERING_FORMAT, base.comparator.subtypes()));
+            keys.add(new KeyFetch.Key(e.pk(), e.ck()));
         }
-        List<SinglePartitionReadCommand> commands = new ArrayList<>(byPartition.size());
-        ColumnFilter columns = ColumnFilter.all(base);
-        byPartition.forEach((pk, clusterings) -> commands.add(SinglePartitionReadCommand.create(
-                base,
+        Map<KeyFetch.Key, Fetched> out = new HashMap<>();
+        KeyFetch.fetch(
+                index,
+                keys,
+                cl,
                 nowInSec,
-                columns,
-                RowFilter.none(),
-                DataLimits.NONE,
-                base.partitioner.decorateKey(pk),
-                new ClusteringIndexNamesFilter(clusterings, false))));
-        Map<Key, Fetched> out = new HashMap<>();
-        forEachRow(
-                StorageProxy.read(SinglePartitionReadCommand.Group.create(commands, DataLimits.NONE), cl, t),
+                t,
                 f -> out.put(
-                        new Key(
+                        new KeyFetch.Key(
                                 f.key().getKey(),
                                 EntryWriter.clustering(index, f.row().clustering())),
                         f));
