@@ -181,7 +181,7 @@ public final class NeedleRangeIndex extends CustomIndexBase {
             @Override
             public UnfilteredPartitionIterator search(ReadExecutionController controller) {
                 if (command instanceof PartitionRangeReadCommand range) {
-                    ByteBuffer keys = KeyFetch.keysOf(range, getIndexMetadata());
+                    ByteBuffer keys = KeyFetch.keysOf(range.rowFilter(), getIndexMetadata());
                     return keys != null
                             ? KeyFetch.replicaRows(baseCfs, range, keys, controller)
                             : range.queryStorage(baseCfs, controller);

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
+import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -15,7 +16,6 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.DataRange;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.PartitionRangeReadCommand;
-import org.apache.cassandra.db.ReadCommand;
 import org.apache.cassandra.db.ReadExecutionController;
 import org.apache.cassandra.db.SinglePartitionReadCommand;
 import org.apache.cassandra.db.filter.ClusteringIndexNamesFilter;
@@ -143,7 +143,7 @@ public final class KeyFetch {
     }
 
     /** The old way, one single-partition read per partition (all sent at once). */
-    static void readByPartition(
+    private static void readByPartition(
             TableMetadata base,
             List<Key> keys,
             ConsistencyLevel cl,
@@ -209,11 +209,11 @@ public final class KeyFetch {
     }
 
     /**
-     * The key list of {@code command} for {@code target}, or null if the command has none (a
-     * filtered read of the stock way).
+     * The key list {@code filter} holds for {@code target}, or null if it has none (a filtered
+     * read of the stock way).
      */
-    public static ByteBuffer keysOf(ReadCommand command, IndexMetadata target) {
-        for (RowFilter.Expression e : command.rowFilter().getExpressions()) {
+    public static ByteBuffer keysOf(RowFilter filter, IndexMetadata target) {
+        for (RowFilter.Expression e : filter.getExpressions()) {
             if (e instanceof RowFilter.CustomExpression c
                     && c.getTargetIndex().id.equals(target.id)) {
                 return c.getValue();
@@ -237,11 +237,8 @@ public final class KeyFetch {
 
         @Override
         public Index.QueryPlan queryPlanFor(RowFilter rowFilter) {
-            for (RowFilter.Expression e : rowFilter.getExpressions()) {
-                if (e instanceof RowFilter.CustomExpression c
-                        && c.getTargetIndex().id.equals(getIndex().getIndexMetadata().id)) {
-                    return new KeyListPlan(getIndex(), getIndex().getPostIndexQueryFilter(rowFilter));
-                }
+            if (keysOf(rowFilter, getIndex().getIndexMetadata()) != null) {
+                return new KeyListPlan(getIndex(), getIndex().getPostIndexQueryFilter(rowFilter));
             }
             return super.queryPlanFor(rowFilter);
         }
@@ -324,7 +321,7 @@ public final class KeyFetch {
             @Override
             public UnfilteredRowIterator next() {
                 if (!hasNext()) {
-                    throw new java.util.NoSuchElementException();
+                    throw new NoSuchElementException();
                 }
                 UnfilteredRowIterator r = next;
                 next = null;

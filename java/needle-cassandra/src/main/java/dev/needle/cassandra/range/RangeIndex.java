@@ -93,10 +93,11 @@ public final class RangeIndex {
      * This node's planner for queries on this index. Its starting coefficients come from the
      * range-mixes run of 2026-11-28 05:21 UTC (3 nodes on 2 cores, 200,000 rows; medians of the
      * short and medium mixes; before rows were fetched by key lists, which made the index's cost
-     * per row about a fifth lower against the scan's): index 25 ms + 0.11 ms a row, SAI 140 ms + 0.03 ms a row, scan 0.0033 ms
-     * per indexed entry (every node reads everything) + 0.015 ms a row; a client's own scan
-     * 0.0027 ms per entry + 0.0085 ms a row (its short and long mixes). They are worth five
-     * queries; the queries it observes (and clients' reports of their scans) correct them.
+     * per row about a fifth lower against the scan's): index 25 ms + 0.11 ms a row, SAI 140 ms +
+     * 0.03 ms a row, scan 0.0033 ms per indexed entry (every node reads everything) + 0.015 ms a
+     * row; a client's own scan 0.0027 ms per entry + 0.0085 ms a row (its short and long mixes).
+     * They are worth five queries; the queries it observes (and clients' reports of their scans)
+     * correct them.
      */
     public RangePlanner planner() {
         RangePlanner p = planner;

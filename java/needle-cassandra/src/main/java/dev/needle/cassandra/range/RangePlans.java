@@ -14,8 +14,9 @@ import java.util.Map;
  * {@link #KEPT} plans (read through {@code needle_views.range_plans}) and, per strategy, counters
  * in Cassandra's metrics registry, so over JMX as {@code
  * org.apache.cassandra.metrics:type=NeedleRange,keyspace=KS,scope=INDEX,name=QueriesByIndex} (and
- * {@code QueriesByScan}, {@code QueriesBySai}, {@code QueriesByClientScan}, {@code SwitchesToStock}, {@code StaleEntriesRemoved}, {@code
- * KeysReadByKeyList}, {@code KeysReadByPartition}). Thread-safe.
+ * {@code QueriesByScan}, {@code QueriesBySai}, {@code QueriesByClientScan}, {@code
+ * SwitchesToStock}, {@code StaleEntriesRemoved}, {@code KeysReadByKeyList}, {@code
+ * KeysReadByPartition}). Thread-safe.
  */
 public final class RangePlans {
     /** Plans kept per index. */

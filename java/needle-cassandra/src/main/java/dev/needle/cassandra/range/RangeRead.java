@@ -36,8 +36,8 @@ import org.apache.cassandra.utils.ByteBufferUtil;
  * their rows by primary key at the statement's consistency level (a batch at a time, each in one
  * range read by key list: {@link KeyFetch}), keeps a row only if it still holds the entry's value
  * and satisfies every restriction of the statement (so stale entries are dropped), and returns
- * the rows in the indexed column's order, a page at a time. The paging state it returns holds the last entry read, so the next
- * page starts after it whatever the directory has become meanwhile.
+ * the rows in the indexed column's order, a page at a time. The paging state it returns holds the
+ * last entry read, so the next page starts after it whatever the directory has become meanwhile.
  *
  * <p>A row changed while a query runs may be returned at its old or its new value, or (if it
  * moved within the range against the read's direction) not at all: as a scan, a range query is
