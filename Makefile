@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -59,11 +59,11 @@ test-without-cluster-quiet:
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
 # (which compiles the Rust workspace again).
-check: lint-python s3-server
+check: lint-python s3-test-server
 	cd java && $(MVN) -DskipITs install
 	cd rust && cargo fmt --all -- --check
 	cd rust && cargo clippy --all-targets -- -D warnings
-	cd rust && cargo test
+	cd rust && NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs cargo test
 	$(PYTHON) -m pytest -q bench/plot
 
 test-java:
@@ -110,17 +110,24 @@ $(LINT_VENV)/requirements-lint.txt: requirements-lint.txt
 	$(LINT_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lint.txt
 	cp requirements-lint.txt $@
 
-# The S3-compatible server the object-storage tests start: s3s-fs (Apache-2.0), built from crates.io
-# once per machine (about two minutes) into the cache the Python environments use.
+# The S3-compatible server the object-storage tests and benchmarks start: s3s-fs (Apache-2.0),
+# built from crates.io once per machine into the cache the Python environments use. The tests use
+# a build without optimizations (about half the build time: `make test` builds it from empty on a
+# fresh machine); the benchmarks an optimized one, as they time the requests it answers.
 S3_SERVER_VERSION := 0.14.1
-S3_SERVER := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/s3s-fs-$(S3_SERVER_VERSION)
+S3_CACHE := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)
+S3_SERVER := $(S3_CACHE)/s3s-fs-$(S3_SERVER_VERSION)
+S3_TEST_SERVER := $(S3_CACHE)/s3s-fs-$(S3_SERVER_VERSION)-debug
 s3-server: $(S3_SERVER)/bin/s3s-fs
+s3-test-server: $(S3_TEST_SERVER)/bin/s3s-fs
 $(S3_SERVER)/bin/s3s-fs:
 	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --root $(S3_SERVER)
+$(S3_TEST_SERVER)/bin/s3s-fs:
+	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --debug --root $(S3_TEST_SERVER)
 
-test-rust: s3-server
+test-rust: s3-test-server
 	cd rust && cargo fmt --all -- --check
-	cd rust && cargo test
+	cd rust && NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs cargo test
 	cd rust && cargo clippy --all-targets -- -D warnings
 	cd rust && cargo clippy -p needle-python -- -D warnings
 

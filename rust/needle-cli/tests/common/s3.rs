@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The version `make s3-server` installs.
+/// The version `make s3-test-server` and `make s3-server` install.
 const VERSION: &str = "0.14.1";
 pub const ACCESS_KEY: &str = "needle";
 pub const SECRET_KEY: &str = "needle-secret";
@@ -21,6 +21,8 @@ pub struct S3Server {
     pub endpoint: String,
 }
 
+/// `NEEDLE_S3_SERVER`, else the cache's build for the tests (`make s3-test-server`), else its
+/// optimized build for the benchmarks (`make s3-server`).
 fn binary() -> PathBuf {
     if let Ok(p) = std::env::var("NEEDLE_S3_SERVER") {
         return PathBuf::from(p);
@@ -30,7 +32,13 @@ fn binary() -> PathBuf {
         .unwrap_or_else(|_| {
             PathBuf::from(std::env::var("HOME").expect("HOME is set")).join(".cache/needle")
         });
-    cache.join(format!("s3s-fs-{VERSION}/bin/s3s-fs"))
+    let test_build = cache.join(format!("s3s-fs-{VERSION}-debug/bin/s3s-fs"));
+    let optimized = cache.join(format!("s3s-fs-{VERSION}/bin/s3s-fs"));
+    if !test_build.exists() && optimized.exists() {
+        optimized
+    } else {
+        test_build
+    }
 }
 
 impl S3Server {
@@ -39,7 +47,7 @@ impl S3Server {
         let bin = binary();
         assert!(
             bin.exists(),
-            "the S3-compatible test server is not at {}: install it with `make s3-server` \
+            "the S3-compatible test server is not at {}: install it with `make s3-test-server` \
              (or set NEEDLE_S3_SERVER to an s3s-fs binary)",
             bin.display()
         );

@@ -62,7 +62,7 @@ public final class RangeBench {
     /** The custom payload that makes Needle answer a range query from its index, whatever its planner says. */
     private static final Map<String, ByteBuffer> INDEX = strategy("index");
     /** The custom payload that makes Needle answer a range query the stock way (its parallel scan, here). */
-    private static final Map<String, ByteBuffer> STOCK = strategy("stock");
+    private static final Map<String, ByteBuffer> SCAN = strategy("scan");
 
     private static Map<String, ByteBuffer> strategy(String name) {
         return Map.of("needle.range", ByteBuffer.wrap(name.getBytes(StandardCharsets.UTF_8)));
@@ -75,7 +75,7 @@ public final class RangeBench {
     private volatile String lastClientPlan = "unknown";
 
     /** A table with Needle's ordered index: the one of the variants through Needle, or one per leaf size. */
-    record IndexedTable(String table, String index, Integer leafSize) {
+    record IndexedTable(String table, String index, Integer leafSize, boolean withSai) {
         /** What the variants measured on it are named after, behind the variant: nothing on the default table. */
         String suffix() {
             return leafSize == null ? "" : " (leaf " + leafSize + ")";
@@ -83,7 +83,8 @@ public final class RangeBench {
 
         /** The index, as the write results name it. */
         String description() {
-            return "needle ordered index (rix)" + (leafSize == null ? "" : ", leaf " + leafSize);
+            return "needle ordered index (rix)" + (leafSize == null ? "" : ", leaf " + leafSize)
+                    + (withSai ? " and sai" : "");
         }
     }
 
@@ -285,6 +286,11 @@ public final class RangeBench {
                             + (t.leafSize() == null ? "" : " WITH OPTIONS = {'leaf_size': '" + t.leafSize() + "'}"))
                     .setTimeout(Duration.ofSeconds(60)));
             awaitRangeIndexBuilt(s, t);
+            if (t.withSai()) { // the planner then weighs SAI too
+                s.execute(SimpleStatement.newInstance("CREATE INDEX " + t.table() + "_sai_k ON " + KEYSPACE + "."
+                                + t.table() + " (k) USING 'sai'")
+                        .setTimeout(Duration.ofSeconds(60)));
+            }
         }
         String insert = " (id, k" + names + ") VALUES (?, ?" + marks + ")";
         List<PreparedStatement> inserts = new ArrayList<>();
@@ -359,10 +365,10 @@ public final class RangeBench {
             return List.of();
         }
         if (e.leafSizes() == null) {
-            return List.of(new IndexedTable("data_rix", "data_rix_k", null));
+            return List.of(new IndexedTable("data_rix", "data_rix_k", null, e.hasSaiBesideIndex()));
         }
         return e.leafSizes().stream()
-                .map(l -> new IndexedTable("data_rix_" + l, "data_rix_" + l + "_k", l))
+                .map(l -> new IndexedTable("data_rix_" + l, "data_rix_" + l + "_k", l, false))
                 .toList();
     }
 
@@ -390,7 +396,7 @@ public final class RangeBench {
                 default -> {
                     Map<String, ByteBuffer> payload = switch (v) {
                         case "rix" -> INDEX;
-                        case "coordinator-scan" -> STOCK;
+                        case "coordinator-scan" -> SCAN;
                         default -> Map.of(); // "hybrid": the planner chooses
                     };
                     for (IndexedTable t : indexedTables()) {

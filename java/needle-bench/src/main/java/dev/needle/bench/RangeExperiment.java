@@ -40,6 +40,10 @@ import java.util.Set;
  * @param leafSizes     absent (one table with Needle's index at its default leaf size), or one
  *     table with Needle's index per leaf size: the variants through Needle's index are measured on
  *     each, named "rix (leaf N)" (the dissertation's Figures 2.3, 2.4 and 2.20)
+ * @param saiBesideIndex absent or false: the table with Needle's index has no other index; true:
+ *     it has SAI on the key column too, so that Needle's planner weighs the index, SAI and the scan
+ *     ("coordinator-scan" then still asks for the scan; not with "hybrid-client", whose own split
+ *     queries Cassandra would answer by SAI)
  */
 public record RangeExperiment(
         String name,
@@ -59,7 +63,8 @@ public record RangeExperiment(
         Cluster cluster,
         Double zipf,
         Clients clients,
-        List<Integer> leafSizes) {
+        List<Integer> leafSizes,
+        Boolean saiBesideIndex) {
 
     /**
      * Queries whose length is uniform in [minLength, maxLength).
@@ -181,6 +186,15 @@ public record RangeExperiment(
         require(
                 leafSizes == null || !(variants.contains("hybrid") || variants.contains("hybrid-client")),
                 "'leaf_sizes' measures Needle's index itself: use 'rix' or 'coordinator-scan', not a planner");
+        require(
+                !hasSaiBesideIndex() || (leafSizes == null && !variants.contains("hybrid-client")),
+                "'sai_beside_index' is for one table with Needle's index and the planner at the coordinator: "
+                        + "not with 'leaf_sizes' or 'hybrid-client' (Cassandra answers a client's split queries by SAI)");
+    }
+
+    /** Whether the table with Needle's index has SAI on the key column too. */
+    boolean hasSaiBesideIndex() {
+        return saiBesideIndex != null && saiBesideIndex;
     }
 
     /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */
@@ -204,7 +218,8 @@ public record RangeExperiment(
                 cluster,
                 zipf,
                 clients,
-                leafSizes);
+                leafSizes,
+                saiBesideIndex);
     }
 
     private static void require(boolean ok, String message) {

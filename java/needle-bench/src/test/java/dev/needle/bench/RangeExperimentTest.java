@@ -1,6 +1,7 @@
 package dev.needle.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -39,6 +40,11 @@ class RangeExperimentTest {
                     .count();
             assertTrue(n >= 3, n + " range experiments");
         }
+        assertTrue(
+                RangeExperiment.read(Path.of("../../bench/experiments/range-sweep-sai.json"))
+                        .hasSaiBesideIndex(),
+                "the sweep with SAI beside the index");
+        assertFalse(RangeExperiment.read(COMMITTED).hasSaiBesideIndex(), "absent: no SAI beside the index");
     }
 
     @Test
@@ -59,6 +65,9 @@ class RangeExperimentTest {
                 "distinct leaf sizes of at least 16",
                 valid.replace("\"hybrid\", \"hybrid-client\"]", "\"rix\"]")
                         .replace("\"seed\":", "\"leaf_sizes\": [8], \"seed\":"));
+        assertError(
+                "not with 'leaf_sizes' or 'hybrid-client'",
+                valid.replace("\"seed\":", "\"sai_beside_index\": true, \"seed\":"));
         assertError(
                 "'cluster.cassandra_yaml' maps top-level cassandra.yaml settings",
                 valid.replace("\"read_request_timeout\"", "\"Read-Timeout\""));

@@ -94,6 +94,7 @@ class RangeScanIT {
             }
             rangeExperiment(cluster);
             leafSizeExperiment(cluster, s);
+            saiBesideIndexExperiment(cluster, s);
             cluster.kill(3);
             for (int i = 0; i < 10; i++) {
                 queries += check(quorum, model, r, "QUORUM with node 3 killed");
@@ -213,6 +214,53 @@ class RangeScanIT {
                 r.writes().stream().map(RangeResult.WriteResult::index).toList());
         assertEquals(3, r.clients().size(), "a point per variant: " + r.clients());
         assertTrue(r.clients().stream().allMatch(p -> p.wrongResults() == 0), "the same answers: " + r.clients());
+    }
+
+    /**
+     * A small experiment on a table with both Needle's index and SAI on the key: the planner
+     * weighs the index, SAI and the scan, the scan asked for by the payload reads without SAI, and
+     * every way answers the same.
+     */
+    private void saiBesideIndexExperiment(LocalCluster cluster, CqlSession s) throws Exception {
+        s.execute(SimpleStatement.newInstance("DROP KEYSPACE rq").setTimeout(Duration.ofSeconds(60)));
+        Path file = dir.resolve("range-it-sai.json");
+        Files.writeString(file, """
+                {"name": "range-it-sai", "title": "SAI beside the index", "reproduces": null,
+                 "variants": ["scan", "sai", "rix", "coordinator-scan", "hybrid"], "sai_beside_index": true,
+                 "rows": 1200, "columns": 1, "value_bytes": 10,
+                 "mixes": [{"label": "short", "min_length": 0.001, "max_length": 0.002},
+                           {"label": "medium", "min_length": 0.05, "max_length": 0.1},
+                           {"label": "long", "min_length": 0.5, "max_length": 0.9}],
+                 "queries_per_mix": 4, "warmup_queries": 1, "consistency": "QUORUM",
+                 "scan": {"splits_per_node": 2, "concurrency": 4, "page_size": 100},
+                 "load_threads": 8, "seed": 9, "cluster": {"nodes": 3, "replication_factor": 3}}
+                """);
+        RangeResult r = new RangeBench(RangeExperiment.read(file), cluster, System.out)
+                .run("RangeScanIT", dir.resolve("out-sai"));
+        for (RangeResult.MixResult m : r.mixes()) {
+            assertEquals(0, m.wrongResults(), m.label() + ": the variants answered differently");
+            assertEquals(
+                    List.of("scan", "sai", "rix", "coordinator-scan", "hybrid"),
+                    List.copyOf(m.variants().keySet()));
+            assertEquals(
+                    m.queries(),
+                    m.plannerChose().values().stream()
+                            .mapToInt(Integer::intValue)
+                            .sum(),
+                    "a plan per planned query: " + m.plannerChose());
+            assertTrue(
+                    m.plannerChose().keySet().stream()
+                            .allMatch(c -> c.startsWith("scan") || c.startsWith("index") || c.startsWith("sai")),
+                    "the planner chose the scan, SAI or the index: " + m.plannerChose());
+        }
+        assertEquals(
+                List.of("none", "sai", "needle ordered index (rix) and sai"),
+                r.writes().stream().map(RangeResult.WriteResult::index).toList());
+        Row plans = s.execute("SELECT queries_by_scan, queries_by_sai, queries_by_index FROM needle_views.range_indexes"
+                        + " WHERE keyspace_name = 'rq'")
+                .one();
+        assertTrue(plans != null && plans.getLong("queries_by_scan") > 0, "the scan answered (coordinator-scan)");
+        assertTrue(plans.getLong("queries_by_index") > 0, "the index answered (rix)");
     }
 
     /** One random range (short, medium or long, as the seed's three mixes) against the model. */

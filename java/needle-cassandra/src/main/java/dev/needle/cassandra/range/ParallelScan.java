@@ -38,7 +38,8 @@ import org.apache.cassandra.transport.messages.ResultMessage;
  * {@link #SPLITS_PER_NODE} splits per node, each split a filtered range read of Cassandra's own
  * (so each replica filters its rows locally, at the statement's consistency level), up to
  * {@link #CONCURRENCY} splits at a time, their rows returned in token order as Cassandra returns
- * them.
+ * them. It asks no index: on a column that SAI also indexes, each replica still filters its own
+ * rows, as the scan is what the planner weighs against SAI and the ordered index.
  *
  * <p>Paging: a page reads splits in token order, as many at a time as the page is expected to
  * take whole (from the planner's estimate of the rows in the range; {@link #CONCURRENCY} without
@@ -100,7 +101,7 @@ final class ParallelScan {
                 selectors.getColumnFilter(),
                 nowInSec,
                 DataLimits.cqlLimits(userLimit));
-        PartitionRangeReadCommand whole = (PartitionRangeReadCommand) query;
+        PartitionRangeReadCommand whole = new Unindexed((PartitionRangeReadCommand) query);
         PagingState paging = options.getPagingState();
         int remaining = paging == null ? userLimit : paging.remaining;
         int pageSize = options.getPageSize();
@@ -172,6 +173,29 @@ final class ParallelScan {
                     DataLimits.NO_LIMIT));
         }
         return new ResultMessage.Rows(rs);
+    }
+
+    /**
+     * Cassandra's range read of a statement without its index plan (the only way to build one is
+     * the constructor subclasses see). Its sub-ranges ({@code forSubRange}) are plain range reads
+     * that inherit the missing plan, so the replicas filter their rows as for {@code ALLOW
+     * FILTERING}.
+     */
+    private static final class Unindexed extends PartitionRangeReadCommand {
+        Unindexed(PartitionRangeReadCommand c) {
+            super(
+                    false,
+                    0,
+                    false,
+                    c.metadata(),
+                    c.nowInSec(),
+                    c.columnFilter(),
+                    c.rowFilter(),
+                    c.limits(),
+                    c.dataRange(),
+                    null,
+                    c.isTrackingWarnings());
+        }
     }
 
     /** The rows one split returned, in token order, and whether the split has no more. */

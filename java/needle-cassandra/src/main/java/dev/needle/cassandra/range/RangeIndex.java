@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.UntypedResultSet;
@@ -50,6 +51,13 @@ public final class RangeIndex {
     private volatile Boolean ready;
     private volatile RangePlanner planner;
     private volatile boolean built;
+    // What this node last recorded in the nodes table, and when (the refresh thread's alone).
+    private long recordedVersion = Long.MIN_VALUE;
+    private boolean recordedBuilt;
+    private long recordedAt;
+    /** How often this node records its state again when nothing changed. */
+    private static final long RECORD_AGAIN_NANOS = TimeUnit.SECONDS.toNanos(60);
+
     private final Map<Long, LongAdder> written = new ConcurrentHashMap<>();
     private final Map<Long, java.util.concurrent.atomic.AtomicInteger> inUse = new ConcurrentHashMap<>();
 
@@ -325,14 +333,24 @@ public final class RangeIndex {
     void refresh() {
         LeafDirectory<ByteBuffer> d = loadDirectory();
         UUID self = StorageService.instance.getLocalHostUUID();
-        // 'built' is only ever set: a node restarting has not re-read it yet, and must not unset it.
-        QueryProcessor.execute(
-                "INSERT INTO " + tables.q(tables.nodes()) + " (node, index_id, version" + (built ? ", built)" : ")")
-                        + " VALUES (?, ?, ?" + (built ? ", true)" : ")"),
-                ConsistencyLevel.QUORUM,
-                self,
-                indexId,
-                oldestInUse(d.version()));
+        long oldest = oldestInUse(d.version());
+        boolean nowBuilt = built;
+        long now = System.nanoTime();
+        // Recorded when it changed, and once in a while in case the row was lost: not every second,
+        // as every write of the index's own tables is one a DROP of the keyspace may race with.
+        if (oldest != recordedVersion || nowBuilt != recordedBuilt || now - recordedAt > RECORD_AGAIN_NANOS) {
+            // 'built' is only ever set: a node restarting has not re-read it yet, and must not unset it.
+            QueryProcessor.execute(
+                    "INSERT INTO " + tables.q(tables.nodes()) + " (node, index_id, version"
+                            + (nowBuilt ? ", built)" : ")") + " VALUES (?, ?, ?" + (nowBuilt ? ", true)" : ")"),
+                    ConsistencyLevel.QUORUM,
+                    self,
+                    indexId,
+                    oldest);
+            recordedVersion = oldest;
+            recordedBuilt = nowBuilt;
+            recordedAt = now;
+        }
         for (Map.Entry<Long, LongAdder> e : written.entrySet()) {
             long n = e.getValue().sumThenReset();
             if (n > 0) {

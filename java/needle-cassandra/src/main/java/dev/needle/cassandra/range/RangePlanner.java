@@ -111,17 +111,38 @@ public final class RangePlanner {
     }
 
     /**
-     * Whether a query answered by the index should start again the {@code stock} way: it has
-     * returned {@code rowsSoFar}, more than {@code overrun} times its estimate, and the stock way
-     * over the whole range is now expected to finish sooner than the index's remaining rows,
-     * estimated as many again as it has returned.
+     * The strategy a query answered by the index should start again with, or null to go on: it
+     * has returned {@code rowsSoFar}, more than {@code overrun} times its estimate, and the
+     * cheapest of {@code stockWays} over the whole range is now expected to finish sooner than the
+     * index's remaining rows, estimated as many again as it has returned.
      */
-    public synchronized boolean switchToStock(Decision d, Strategy stock, double rowsSoFar, double overrun) {
-        if (d.strategy() != Strategy.INDEX || !models.containsKey(stock) || rowsSoFar <= overrun * d.estimate()) {
-            return false;
+    public synchronized Strategy switchTo(Decision d, Set<Strategy> stockWays, double rowsSoFar, double overrun) {
+        if (d.strategy() != Strategy.INDEX || rowsSoFar <= overrun * d.estimate()) {
+            return null;
+        }
+        Strategy stock = cheapest(2 * rowsSoFar, stockWays);
+        if (stock == null) {
+            return null;
         }
         double remaining = models.get(Strategy.INDEX).perRow() * rowsSoFar;
-        return models.get(stock).predict(2 * rowsSoFar) < remaining;
+        return models.get(stock).predict(2 * rowsSoFar) < remaining ? stock : null;
+    }
+
+    /**
+     * The strategy among {@code available} that the models expect fastest for {@code rows} rows
+     * (null if none has a model). Not a decision: it neither explores nor counts.
+     */
+    public synchronized Strategy cheapest(double rows, Set<Strategy> available) {
+        Strategy best = null;
+        double bestMs = Double.MAX_VALUE;
+        for (Strategy s : available) {
+            CostModel m = models.get(s);
+            if (m != null && m.predict(rows) < bestMs) {
+                best = s;
+                bestMs = m.predict(rows);
+            }
+        }
+        return best;
     }
 
     /** How many queries of a strategy the model has observed (its calibration not counted). */

@@ -1,10 +1,13 @@
 package dev.needle.cassandra.range;
 
+import dev.needle.cassandra.range.RangePlanner.Strategy;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
 import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 import org.apache.cassandra.cql3.Attributes;
@@ -36,9 +39,10 @@ import org.apache.cassandra.transport.messages.ResultMessage;
  */
 public final class RangeStatements {
     /**
-     * Custom payload key that chooses how a range query runs: {@code index}, {@code stock}, or
-     * {@code plan} (the planner chooses with the client's own scan among the strategies, see
-     * {@link #PLAN_PAYLOAD}).
+     * Custom payload key that chooses how a range query runs: {@code index}, {@code scan} (the
+     * parallel scan, even where SAI indexes the column), {@code stock} (the way Cassandra itself
+     * would answer: SAI if the column has it, else the scan), or {@code plan} (the planner chooses
+     * with the client's own scan among the strategies, see {@link #PLAN_PAYLOAD}).
      */
     public static final String STRATEGY_PAYLOAD = "needle.range";
 
@@ -118,10 +122,10 @@ public final class RangeStatements {
     }
 
     /**
-     * Answers a range SELECT on a column with an ordered index, the index's way or the stock way
-     * (where the column has SAI, {@code stockWay}: Cassandra's own execution, which uses it; else
-     * the {@link ParallelScan} of every node) as the planner or
-     * the custom payload chooses; returns null for statements this does not concern: tables
+     * Answers a range SELECT on a column with an ordered index by the index, by the
+     * {@link ParallelScan} of every node, or, where the column also has SAI, by SAI ({@code
+     * stockWay}: Cassandra's own execution, which uses it), as the planner or the custom payload
+     * chooses; returns null for statements this does not concern: tables
      * without an ordered index on a column the statement restricts, and statements that are not
      * a plain range query over every partition (aggregates, partition or clustering restrictions,
      * per-partition limits, serial reads). Each decision is traced (strategy, estimate, actual).
@@ -153,21 +157,30 @@ public final class RangeStatements {
         boolean ready = index.ready();
         String asked = asked(payload);
         boolean forClient = "plan".equals(asked); // the client can scan itself: its scan is a strategy
-        RangePlanner.Strategy stock = hasSai(select, index)
-                ? RangePlanner.Strategy.SAI
-                : forClient && ParallelScan.supports(select.table)
-                        ? RangePlanner.Strategy.CLIENT_SCAN
-                        : RangePlanner.Strategy.SCAN;
+        boolean sai = hasSai(select, index);
+        boolean scannable = ParallelScan.supports(select.table);
+        // The stock ways the planner weighs against the index: SAI when the column has it, and the
+        // parallel scan, the client's own when it asked for a plan on a column without SAI (with
+        // SAI, Cassandra would answer the client's split queries by SAI as well).
+        Set<Strategy> stockWays = EnumSet.noneOf(Strategy.class);
+        if (sai) {
+            stockWays.add(Strategy.SAI);
+        }
+        if (scannable || !sai) {
+            stockWays.add(forClient && !sai && scannable ? Strategy.CLIENT_SCAN : Strategy.SCAN);
+        }
+        Strategy cassandras = sai ? Strategy.SAI : Strategy.SCAN; // the way Cassandra itself would answer
         double estimate = ready ? index.estimateRows(bounds[0].value(), bounds[1].value()) : Double.NaN;
-        // Without SAI the stock way is the parallel scan; its pages and Cassandra's are interchangeable.
-        Supplier<ResultMessage> stockAnswer = stock == RangePlanner.Strategy.SCAN && ParallelScan.supports(select.table)
-                ? () -> ParallelScan.answer(select, state, options, estimate, t)
-                : stockWay;
+        // The scan is the parallel one where the partitioner allows; its pages, SAI's and
+        // Cassandra's own sequential scan's are interchangeable (Cassandra's paging state).
+        Function<Strategy, ResultMessage> stockAnswer = way -> way == Strategy.SCAN && scannable
+                ? ParallelScan.answer(select, state, options, estimate, t)
+                : stockWay.get();
         PagingState paging = options.getPagingState();
         if (paging != null) {
-            // A later page goes on the way the first went: from the index position, or the stock way's.
+            // A later page goes on the way the first went: from the index position, or a stock way's.
             if (!RangeRead.isIndexPosition(paging.partitionKey)) {
-                return stockAnswer.get();
+                return stockAnswer.apply(laterPageWay(index, estimate, sai, scannable, cassandras));
             }
             RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t, null);
             learnFromIndex(index, a);
@@ -175,7 +188,7 @@ public final class RangeStatements {
         }
         if (payload != null && payload.containsKey(CLIENT_SCAN_PAYLOAD)) {
             double[] scan = clientScan(payload.get(CLIENT_SCAN_PAYLOAD));
-            index.planner().observe(RangePlanner.Strategy.CLIENT_SCAN, scan[0], scan[1]);
+            index.planner().observe(Strategy.CLIENT_SCAN, scan[0], scan[1]);
         }
         RangePlanner.Decision d;
         RangePlans.ChosenBy by;
@@ -183,17 +196,24 @@ public final class RangeStatements {
             Tracing.trace(
                     "Needle: range index {} is not ready on every node yet; {}",
                     index.tables().index(),
-                    stock);
+                    cassandras);
             d = null;
             by = RangePlans.ChosenBy.NOT_READY;
         } else if (asked != null && !forClient) {
-            d = new RangePlanner.Decision(
-                    asked.equals("index") ? RangePlanner.Strategy.INDEX : stock, estimate, Map.of(), false);
+            Strategy way = switch (asked) {
+                case "index" -> Strategy.INDEX;
+                case "scan" -> scannable ? Strategy.SCAN : cassandras;
+                default -> cassandras;
+            };
+            d = new RangePlanner.Decision(way, estimate, Map.of(), false);
             Tracing.trace(
-                    "Needle: range query by {} as the custom payload asks (~{} rows expected)", asked, (long) estimate);
+                    "Needle: range query by {} as the custom payload asks (~{} rows expected)", way.label(), (long)
+                            estimate);
             by = RangePlans.ChosenBy.PAYLOAD;
         } else {
-            d = index.planner().choose(estimate, EnumSet.of(RangePlanner.Strategy.INDEX, stock));
+            Set<Strategy> available = EnumSet.copyOf(stockWays);
+            available.add(Strategy.INDEX);
+            d = index.planner().choose(estimate, available);
             by = d.explored() ? RangePlans.ChosenBy.EXPLORING : RangePlans.ChosenBy.PLANNER;
             Tracing.trace("Needle: range query by {}", d.describe());
         }
@@ -204,26 +224,31 @@ public final class RangeStatements {
         long rows;
         boolean morePages;
         RangeRead.Answer a = null;
-        if (d != null && d.strategy() == RangePlanner.Strategy.INDEX) {
+        if (d != null && d.strategy() == Strategy.INDEX) {
             // The planner's choice is revisited while the first page fills (a choice asked for is kept).
             RangePlanner.Decision chosen = d;
             RangePlanner planner = index.planner();
+            Strategy[] switchTo = new Strategy[1];
             LongPredicate abandon = asked != null && !forClient
                     ? null
-                    : rowsSoFar -> planner.switchToStock(chosen, stock, rowsSoFar, OVERRUN);
+                    : rowsSoFar -> (switchTo[0] = planner.switchTo(chosen, stockWays, rowsSoFar, OVERRUN)) != null;
             a = RangeRead.answer(index, select, filter, bounds, state, options, t, abandon);
             if (a == null) {
                 Tracing.trace(
                         "Needle: the index returned more than {} times the ~{} rows expected; answering {} instead",
                         OVERRUN,
                         (long) estimate,
-                        stock);
-                d = new RangePlanner.Decision(stock, estimate, d.predicted(), false);
+                        switchTo[0].label());
+                d = new RangePlanner.Decision(switchTo[0], estimate, d.predicted(), false);
                 by = RangePlans.ChosenBy.SWITCHED;
                 t0 = System.nanoTime(); // the stock way's own latency is what its model learns
             }
         }
-        if (a == null && stock == RangePlanner.Strategy.CLIENT_SCAN) {
+        Strategy stock = d == null ? cassandras : d.strategy(); // the way answering if the index does not
+        if (stock == Strategy.SCAN && !scannable) {
+            stock = cassandras; // no parallel scan on this partitioner: Cassandra's own way
+        }
+        if (a == null && stock == Strategy.CLIENT_SCAN) {
             // The client scans: no rows from here, only the plan (below).
             answer = new ResultMessage.Rows(
                     new ResultSet(select.getResultMetadata().copy()));
@@ -241,20 +266,21 @@ public final class RangeStatements {
                     a.work().partitionReads(),
                     (System.nanoTime() - t0) / 1_000_000);
         } else {
-            answer = stockAnswer.get();
+            answer = stockAnswer.apply(stock);
             rows = answer instanceof ResultMessage.Rows r ? r.result.size() : 0;
             morePages = answer instanceof ResultMessage.Rows r && r.result.metadata.getPagingState() != null;
-            Tracing.trace("Needle: {} answered {} rows in {} ms", stock, rows, (System.nanoTime() - t0) / 1_000_000);
+            Tracing.trace(
+                    "Needle: {} answered {} rows in {} ms", stock.label(), rows, (System.nanoTime() - t0) / 1_000_000);
         }
         if (a != null) {
             learnFromIndex(index, a);
-        } else if (d != null && !morePages && stock != RangePlanner.Strategy.CLIENT_SCAN) {
+        } else if (d != null && !morePages && stock != Strategy.CLIENT_SCAN) {
             // A whole answer in one page: its latency is the query's, which the planner learns from.
-            // (The stock way's later pages carry Cassandra's paging state, which has no room for
+            // (The stock ways' later pages carry Cassandra's paging state, which has no room for
             // the query's progress: a paged stock answer is not learned from.)
-            index.planner().observe(d.strategy(), rows, (System.nanoTime() - t0) / 1e6);
+            index.planner().observe(stock, rows, (System.nanoTime() - t0) / 1e6);
         }
-        RangePlanner.Strategy answered = a != null ? RangePlanner.Strategy.INDEX : stock;
+        Strategy answered = a != null ? Strategy.INDEX : stock;
         double millis = (System.nanoTime() - began) / 1e6; // a switched query's included
         index.plans().record(new RangePlans.Plan(startedAt, answered, by, estimate, rows, millis, morePages));
         if (forClient) {
@@ -263,6 +289,20 @@ public final class RangeStatements {
                     ESTIMATE_PAYLOAD, utf8(Double.isNaN(estimate) ? "unknown" : Long.toString(Math.round(estimate)))));
         }
         return answer;
+    }
+
+    /**
+     * The stock way that answers a later page of a query whose earlier pages were not the index's:
+     * with SAI and the scan both possible, the one the planner expects cheaper for the whole range
+     * (either goes on from Cassandra's paging state, and a page changes no answer).
+     */
+    private static Strategy laterPageWay(
+            RangeIndex index, double estimate, boolean sai, boolean scannable, Strategy cassandras) {
+        if (!sai || !scannable || Double.isNaN(estimate)) {
+            return cassandras;
+        }
+        Strategy way = index.planner().cheapest(estimate, EnumSet.of(Strategy.SAI, Strategy.SCAN));
+        return way == null ? cassandras : way;
     }
 
     private static ByteBuffer utf8(String s) {
@@ -298,11 +338,7 @@ public final class RangeStatements {
      */
     private static void learnFromIndex(RangeIndex index, RangeRead.Answer a) {
         if (a.last() && a.query() != null) {
-            index.planner()
-                    .observe(
-                            RangePlanner.Strategy.INDEX,
-                            a.query().rows(),
-                            a.query().nanos() / 1e6);
+            index.planner().observe(Strategy.INDEX, a.query().rows(), a.query().nanos() / 1e6);
         }
     }
 
@@ -319,15 +355,15 @@ public final class RangeStatements {
                 && select.getPerPartitionLimit(options) == DataLimits.NO_LIMIT;
     }
 
-    /** What the custom payload asks for ({@code index}, {@code stock} or {@code plan}), or null. */
+    /** What the custom payload asks for ({@code index}, {@code scan}, {@code stock} or {@code plan}), or null. */
     private static String asked(Map<String, ByteBuffer> payload) {
         if (payload == null || !payload.containsKey(STRATEGY_PAYLOAD)) {
             return null;
         }
         String asked = text(payload.get(STRATEGY_PAYLOAD));
-        if (!asked.equals("index") && !asked.equals("stock") && !asked.equals("plan")) {
-            throw new InvalidRequestException(
-                    "custom payload " + STRATEGY_PAYLOAD + " must be 'index', 'stock' or 'plan', not '" + asked + "'");
+        if (!asked.equals("index") && !asked.equals("stock") && !asked.equals("scan") && !asked.equals("plan")) {
+            throw new InvalidRequestException("custom payload " + STRATEGY_PAYLOAD
+                    + " must be 'index', 'scan', 'stock' or 'plan', not '" + asked + "'");
         }
         return asked;
     }

@@ -1,12 +1,13 @@
 package dev.needle.cassandra.range;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.needle.cassandra.range.RangePlanner.Strategy;
 import java.util.EnumSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -86,12 +87,37 @@ class RangePlannerTest {
                 Map.of(Strategy.SCAN, new double[] {400, 0.0005}, Strategy.INDEX, new double[] {2, 0.004}), 20, 0, 3);
         RangePlanner.Decision d = p.choose(100, EnumSet.of(Strategy.SCAN, Strategy.INDEX));
         assertEquals(Strategy.INDEX, d.strategy());
-        assertFalse(p.switchToStock(d, Strategy.SCAN, 150, 10), "within ten times the estimate");
-        assertFalse(p.switchToStock(d, Strategy.SCAN, 5_000, 10), "the rest of the index is still cheaper than a scan");
-        assertTrue(
-                p.switchToStock(d, Strategy.SCAN, 500_000, 10),
+        Set<Strategy> scan = EnumSet.of(Strategy.SCAN);
+        assertNull(p.switchTo(d, scan, 150, 10), "within ten times the estimate");
+        assertNull(p.switchTo(d, scan, 5_000, 10), "the rest of the index is still cheaper than a scan");
+        assertEquals(
+                Strategy.SCAN,
+                p.switchTo(d, scan, 500_000, 10),
                 "a scan now costs less than the index's remaining rows");
         assertTrue(d.describe().startsWith("index for ~100 rows (expected: scan 400.1 index 2.4 ms)"), d.describe());
+    }
+
+    @Test
+    void withSaiAndTheScanBothAvailableAnOverrunSwitchesToTheCheaperForItsRows() {
+        RangePlanner p = new RangePlanner(
+                Map.of(
+                        Strategy.SCAN, new double[] {400, 0.0005},
+                        Strategy.SAI, new double[] {50, 0.01},
+                        Strategy.INDEX, new double[] {2, 0.04}),
+                20,
+                0,
+                3);
+        Set<Strategy> stock = EnumSet.of(Strategy.SCAN, Strategy.SAI);
+        RangePlanner.Decision d = p.choose(100, EnumSet.of(Strategy.INDEX, Strategy.SCAN, Strategy.SAI));
+        assertEquals(Strategy.INDEX, d.strategy());
+        assertEquals(Strategy.SAI, p.cheapest(5_000, stock), "SAI for a medium range");
+        assertEquals(Strategy.SCAN, p.cheapest(500_000, stock), "the scan for a long one");
+        assertEquals(Strategy.SAI, p.switchTo(d, stock, 5_000, 10), "5,000 rows: SAI is cheaper than the rest");
+        assertEquals(Strategy.SCAN, p.switchTo(d, stock, 200_000, 10), "200,000 rows: the scan");
+        assertEquals(
+                Strategy.SAI,
+                p.choose(5_000, EnumSet.of(Strategy.INDEX, Strategy.SCAN, Strategy.SAI))
+                        .strategy());
     }
 
     /**
