@@ -63,6 +63,8 @@ public final class RangeBench {
     private static final Map<String, ByteBuffer> INDEX = strategy("index");
     /** The custom payload that makes Needle answer a range query the stock way (its parallel scan, here). */
     private static final Map<String, ByteBuffer> SCAN = strategy("scan");
+    /** The way Cassandra itself answers: SAI on a column that has it. */
+    private static final Map<String, ByteBuffer> STOCK = strategy("stock");
 
     private static Map<String, ByteBuffer> strategy(String name) {
         return Map.of("needle.range", ByteBuffer.wrap(name.getBytes(StandardCharsets.UTF_8)));
@@ -275,7 +277,7 @@ public final class RangeBench {
                             "CREATE TABLE " + KEYSPACE + "." + t + " (id bigint PRIMARY KEY, k double" + cols + ")")
                     .setTimeout(Duration.ofSeconds(60)));
         }
-        if (e.variants().contains("sai")) {
+        if (tables.contains("data_sai")) {
             s.execute(
                     SimpleStatement.newInstance("CREATE INDEX data_sai_k ON " + KEYSPACE + ".data_sai (k) USING 'sai'")
                             .setTimeout(Duration.ofSeconds(60)));
@@ -349,10 +351,13 @@ public final class RangeBench {
         return seconds;
     }
 
-    /** The tables the variants read: without index (the scan's), with SAI, with Needle's index. */
+    /**
+     * The tables the variants read: without index (the scan's), with SAI (unless SAI is on the
+     * table with Needle's index, where "sai" then reads), with Needle's index.
+     */
     private List<String> tables() {
         List<String> tables = new ArrayList<>(List.of("data"));
-        if (e.variants().contains("sai")) {
+        if (e.variants().contains("sai") && !e.hasSaiBesideIndex()) {
             tables.add("data_sai");
         }
         indexedTables().forEach(t -> tables.add(t.table()));
@@ -382,8 +387,13 @@ public final class RangeBench {
             switch (v) {
                 case "scan" -> out.put(v, scan(s, "data", cl)::between);
                 case "sai" -> { // without SAI on it, the query is refused (it would need ALLOW FILTERING)
-                    PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + ".data_sai WHERE k >= ? AND k < ?");
-                    out.put(v, (from, to) -> ordered(s, sai.bind(from, to), cl));
+                    // Beside Needle's index, SAI is asked for by the payload: the planner of that
+                    // table then learns SAI's cost from these queries, as the index's and the scan's.
+                    boolean beside = e.hasSaiBesideIndex();
+                    PreparedStatement sai = s.prepare("SELECT * FROM " + KEYSPACE + "."
+                            + (beside ? "data_rix" : "data_sai") + " WHERE k >= ? AND k < ?");
+                    Map<String, ByteBuffer> payload = beside ? STOCK : Map.of();
+                    out.put(v, (from, to) -> ordered(s, sai.bind(from, to).setCustomPayload(payload), cl));
                 }
                 case "hybrid-client" -> {
                     RangeQuery planned = RangeQuery.planned(scan(s, "data_rix", cl));
