@@ -61,7 +61,7 @@ public final class RangeBench {
     private static final String KEYSPACE = "rq";
     /** The custom payload that makes Needle answer a range query from its index, whatever its planner says. */
     private static final Map<String, ByteBuffer> INDEX = strategy("index");
-    /** The custom payload that makes Needle answer a range query the stock way (its parallel scan, here). */
+    /** The custom payload that makes Needle answer a range query from its parallel scan (even beside SAI). */
     private static final Map<String, ByteBuffer> SCAN = strategy("scan");
     /** The way Cassandra itself answers: SAI on a column that has it. */
     private static final Map<String, ByteBuffer> STOCK = strategy("stock");

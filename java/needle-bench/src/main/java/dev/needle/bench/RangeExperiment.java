@@ -42,8 +42,9 @@ import java.util.Set;
  *     each, named "rix (leaf N)" (the dissertation's Figures 2.3, 2.4 and 2.20)
  * @param saiBesideIndex absent or false: the table with Needle's index has no other index; true:
  *     it has SAI on the key column too, so that Needle's planner weighs the index, SAI and the scan
- *     ("coordinator-scan" then still asks for the scan; not with "hybrid-client", whose own split
- *     queries Cassandra would answer by SAI)
+ *     ("sai" then reads that table, asking for SAI by the custom payload, and "coordinator-scan"
+ *     still asks for the scan; not with "hybrid-client", whose own split queries Cassandra would
+ *     answer by SAI)
  */
 public record RangeExperiment(
         String name,

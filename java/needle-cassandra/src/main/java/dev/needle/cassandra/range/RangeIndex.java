@@ -327,8 +327,8 @@ public final class RangeIndex {
 
     /**
      * Once a second: reloads the directory, records the oldest version this node acts on (and,
-     * once done, that it has indexed its old rows), adds the counts of written entries, and
-     * learns whether every node is ready.
+     * once done, that it has indexed its old rows) when either changed and once a minute, adds
+     * the counts of written entries, and learns whether every node is ready.
      */
     void refresh() {
         LeafDirectory<ByteBuffer> d = loadDirectory();
