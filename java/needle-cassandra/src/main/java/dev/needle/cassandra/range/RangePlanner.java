@@ -121,11 +121,8 @@ public final class RangePlanner {
             return null;
         }
         Strategy stock = cheapest(2 * rowsSoFar, stockWays);
-        if (stock == null) {
-            return null;
-        }
         double remaining = models.get(Strategy.INDEX).perRow() * rowsSoFar;
-        return models.get(stock).predict(2 * rowsSoFar) < remaining ? stock : null;
+        return stock != null && models.get(stock).predict(2 * rowsSoFar) < remaining ? stock : null;
     }
 
     /**
@@ -137,9 +134,10 @@ public final class RangePlanner {
         double bestMs = Double.MAX_VALUE;
         for (Strategy s : available) {
             CostModel m = models.get(s);
-            if (m != null && m.predict(rows) < bestMs) {
+            double ms = m == null ? Double.MAX_VALUE : m.predict(rows);
+            if (ms < bestMs) {
                 best = s;
-                bestMs = m.predict(rows);
+                bestMs = ms;
             }
         }
         return best;

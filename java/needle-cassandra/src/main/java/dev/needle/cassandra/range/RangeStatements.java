@@ -245,9 +245,6 @@ public final class RangeStatements {
             }
         }
         Strategy stock = d == null ? cassandras : d.strategy(); // the way answering if the index does not
-        if (stock == Strategy.SCAN && !scannable) {
-            stock = cassandras; // no parallel scan on this partitioner: Cassandra's own way
-        }
         if (a == null && stock == Strategy.CLIENT_SCAN) {
             // The client scans: no rows from here, only the plan (below).
             answer = new ResultMessage.Rows(
