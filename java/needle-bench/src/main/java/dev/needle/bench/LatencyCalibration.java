@@ -97,7 +97,7 @@ final class LatencyCalibration {
                         tool, jar, Files.createTempDirectory("needle-calibration"), NODES, "--latency", profile)) {
                     CqlSession s = c.session(1);
                     byOwner = measure(c, s, profile, keys, reads);
-                    floor = Runner.requestFloor(s, Math.max(100, keys * reads / 2))
+                    floor = RequestFloor.latencies(s, Math.max(100, keys * reads / 2))
                                     .getValueAtPercentile(50)
                             / 1e6;
                     for (int n = 1; n <= NODES && !profile.equals("raw"); n++) {

@@ -8,11 +8,11 @@ final class Report {
     private Report() {}
 
     /** One line per measured point: median and p99 of each variant, and stock / Needle-cuckoo. */
-    static String line(String where, Map<String, Object> byVariant) {
+    static String line(String where, Map<String, VariantResult> byVariant) {
         StringBuilder b = new StringBuilder(String.format("  %-48s", where));
-        for (Map.Entry<String, Object> v : byVariant.entrySet()) {
-            Map<?, ?> s = (Map<?, ?>) v.getValue();
-            b.append(String.format("  %s p50 %s p99 %s", v.getKey(), ms(s.get("p50_us")), ms(s.get("p99_us"))));
+        for (Map.Entry<String, VariantResult> v : byVariant.entrySet()) {
+            LatencyStats s = v.getValue().latency();
+            b.append(String.format("  %s p50 %s p99 %s", v.getKey(), ms(s.p50Us()), ms(s.p99Us())));
         }
         return b.toString();
     }

@@ -120,7 +120,7 @@ final class StalenessProbe {
                         "--nodes must be at least 2 (a key is read through the nodes that do not own it)");
             }
             LatencyProfile.parse(latency); // a bad name fails here, before any node starts
-            Runner.parseStaleness(staleness);
+            BenchCluster.parseStaleness(staleness);
             return new Options(nodes, latency, keys, loadThreads, syncKeys, pacedRate, staleness, heap, out, jar, tool);
         }
 
@@ -197,7 +197,7 @@ final class StalenessProbe {
                 sessions[n] = cluster.session(n);
             }
             this.routed = cluster.session(1, true);
-            this.stalenessNanos = Runner.parseStaleness(o.staleness()) * 1_000_000L;
+            this.stalenessNanos = BenchCluster.parseStaleness(o.staleness()) * 1_000_000L;
         }
 
         Map<String, Object> call() throws IOException {
@@ -253,7 +253,7 @@ final class StalenessProbe {
                 cluster.awaitReady(n, KEYSPACE, NEEDLE.table());
             }
             for (int n = 1; n <= o.nodes(); n++) {
-                Runner.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), o.nodes(), deadline);
+                BenchCluster.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), o.nodes(), deadline);
             }
         }
 
