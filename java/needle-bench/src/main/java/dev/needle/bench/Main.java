@@ -49,7 +49,7 @@ public final class Main {
             return StalenessProbe.run(args);
         }
         if (args.length >= 1 && args[0].equals("range")) {
-            return RangeBench.run(args);
+            return RangeCommand.run(args);
         }
         if (args.length < 2 || !args[0].equals("run")) {
             System.err.print(USAGE);

@@ -62,16 +62,10 @@ final class StalenessProbe {
               --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
             """;
     static final String KEYSPACE = "needle_probe";
-    private static final Variant STOCK = Variant.of("stock");
-    private static final Variant NEEDLE = Variant.of("needle-cuckoo");
-    /** Bounds of the curve's bins of time since the acknowledgement, in milliseconds. */
-    static final double[] BINS_MS = {0, 0.5, 1, 2, 3, 5, 10, 20, 50, 100, 250, 1000, 5000};
-    /** A coordinator that has not returned a probe key this long after its write fails the run. */
-    private static final long GIVE_UP_NANOS = Duration.ofSeconds(30).toNanos();
+    static final Variant STOCK = Variant.of("stock");
+    static final Variant NEEDLE = Variant.of("needle-cuckoo");
     /** The node-filter decisions counted on every coordinator: skipped, passed for a live key, passed for a stale copy. */
     private static final List<String> DECISIONS = List.of("NodeSkipsOne", "NodePassedLive", "NodePassedStale");
-    /** The idle period before each sync-cost phase, whose rate of internode bytes is the baseline. */
-    private static final long IDLE_MILLIS = 10_000;
 
     private StalenessProbe() {}
 
@@ -188,6 +182,7 @@ final class StalenessProbe {
         private final long stalenessNanos;
         private final List<Map<String, Object>> violations = new ArrayList<>();
         private final ByteBuffer value = ByteBuffer.allocate(400);
+        private final SyncCost sync;
 
         Run(LocalCluster cluster, Options o) {
             this.cluster = cluster;
@@ -198,6 +193,7 @@ final class StalenessProbe {
             }
             this.routed = cluster.session(1, true);
             this.stalenessNanos = BenchCluster.parseStaleness(o.staleness()) * 1_000_000L;
+            this.sync = new SyncCost(cluster, sessions, routed, value, o.syncKeys(), o.pacedRate(), o.loadThreads());
         }
 
         Map<String, Object> call() throws IOException {
@@ -222,7 +218,7 @@ final class StalenessProbe {
                 phases.put(loaded ? "load" : "idle", probePhase(owners, random, loaded));
                 save(doc);
             }
-            doc.put("sync_cost", syncCost(random));
+            doc.put("sync_cost", sync.measure(random));
             doc.put("node_filters", nodeFilterViews());
             save(doc);
             return doc;
@@ -264,7 +260,9 @@ final class StalenessProbe {
         @SuppressWarnings("unchecked")
         private Map<String, Object> probePhase(KeyOwners owners, SplittableRandom random, boolean loaded)
                 throws IOException {
-            List<Probe> probes = List.of(new Probe(NEEDLE), new Probe(STOCK));
+            List<KeyProbe> probes = List.of(
+                    new KeyProbe(NEEDLE, sessions, value, stalenessNanos, violations),
+                    new KeyProbe(STOCK, sessions, value, stalenessNanos, violations));
             String label = loaded ? "under load" : "at idle";
             AtomicBoolean stop = new AtomicBoolean();
             AtomicReference<ClosedLoop.Outcome> load = new AtomicReference<>();
@@ -292,14 +290,14 @@ final class StalenessProbe {
                         },
                         "needle-bench-loader");
                 loader.start();
-                sleep(2000); // the load reaches its rate before the probe starts
+                BenchCluster.sleep(2000); // the load reaches its rate before the probe starts
             }
             Map<String, Object> out = new LinkedHashMap<>();
             try {
                 int warmup = Math.max(50, o.keys() / 10);
                 try (Progress pr = new Progress("probe warm-up " + label, warmup, "keys")) {
                     for (int k = 0; k < warmup; k++) {
-                        for (Probe p : probes) {
+                        for (KeyProbe p : probes) {
                             p.key(owners, random, loadFailure, false);
                         }
                         pr.done.incrementAndGet();
@@ -308,13 +306,13 @@ final class StalenessProbe {
                 long[][] decisions0 = decisions();
                 try (Progress pr = new Progress("probe " + label, o.keys(), "keys")) {
                     for (int k = 0; k < o.keys(); k++) {
-                        for (Probe p : probes) {
+                        for (KeyProbe p : probes) {
                             p.key(owners, random, loadFailure, true);
                         }
                         pr.done.incrementAndGet();
                     }
                 }
-                for (Probe p : probes) {
+                for (KeyProbe p : probes) {
                     out.put(p.v.name(), p.result(label));
                 }
                 long[][] decisions1 = decisions();
@@ -349,140 +347,6 @@ final class StalenessProbe {
             return out;
         }
 
-        /** What the probe of one table has seen in a phase. */
-        private final class Probe {
-            final Variant v;
-            final PreparedStatement[] insert = new PreparedStatement[o.nodes() + 1];
-            final PreparedStatement[] select = new PreparedStatement[o.nodes() + 1];
-            final long[] readsPerBin = new long[BINS_MS.length];
-            final long[] missesPerBin = new long[BINS_MS.length];
-            final List<Long> visible =
-                    new ArrayList<>(); // per key: start of the read after which every coordinator had it
-            final List<Long> lastMiss = new ArrayList<>(); // per key that was missed: start of its last missed read
-            final Map<Integer, Integer> missesPerKey = new java.util.TreeMap<>(); // misses of a key: keys
-            long reads, misses;
-
-            Probe(Variant v) {
-                this.v = v;
-                String t = KEYSPACE + "." + v.table();
-                for (int n = 1; n <= o.nodes(); n++) {
-                    insert[n] = sessions[n].prepare(insertCql(v));
-                    select[n] = sessions[n].prepare("SELECT ck FROM " + t + " WHERE pk = ?");
-                }
-            }
-
-            /** Writes a new key through its owner and reads it through every other node until each has it. */
-            void key(
-                    KeyOwners owners, SplittableRandom random, AtomicReference<Throwable> loadFailure, boolean record) {
-                if (loadFailure.get() != null) {
-                    throw new IllegalStateException("the load failed: " + loadFailure.get(), loadFailure.get());
-                }
-                long key;
-                int owner;
-                do {
-                    key = random.nextLong() & Long.MAX_VALUE;
-                    owner = owners.owner(key);
-                } while (owner < 1);
-                sessions[owner].execute(insert[owner].bind(key, value.duplicate()));
-                long ack = System.nanoTime();
-                long seen = 0, missedAt = -1;
-                int missed = 0;
-                boolean[] found = new boolean[o.nodes() + 1];
-                found[owner] = true;
-                for (int left = o.nodes() - 1; left > 0; ) {
-                    for (int n = 1; n <= o.nodes(); n++) {
-                        if (found[n]) {
-                            continue;
-                        }
-                        long start = System.nanoTime();
-                        boolean hit = sessions[n].execute(select[n].bind(key)).one() != null;
-                        long since = start - ack;
-                        if (record) {
-                            readsPerBin[bin(since)]++;
-                            reads++;
-                        }
-                        if (hit) {
-                            found[n] = true;
-                            left--;
-                            seen = Math.max(seen, since);
-                            continue;
-                        }
-                        missed++;
-                        missedAt = since;
-                        if (record) {
-                            missesPerBin[bin(since)]++;
-                            misses++;
-                        }
-                        if (since > stalenessNanos) {
-                            violations.add(Map.of(
-                                    "table",
-                                    v.table(),
-                                    "key",
-                                    key,
-                                    "owner",
-                                    owner,
-                                    "coordinator",
-                                    n,
-                                    "ms_since_write",
-                                    round(since / 1e6)));
-                        }
-                        if (since > GIVE_UP_NANOS) {
-                            throw new IllegalStateException("node " + n + " still misses key " + key + " of "
-                                    + v.table() + " written through node " + owner + " " + since / 1_000_000_000
-                                    + " s ago");
-                        }
-                    }
-                }
-                if (record) {
-                    visible.add(seen);
-                    if (missedAt >= 0) {
-                        lastMiss.add(missedAt);
-                    }
-                    missesPerKey.merge(missed, 1, Integer::sum);
-                }
-            }
-
-            Map<String, Object> result(String label) {
-                Map<String, Object> r = new LinkedHashMap<>();
-                r.put("keys", visible.size());
-                r.put("reads", reads);
-                r.put("misses", misses);
-                r.put("keys_missed_once_or_more", lastMiss.size());
-                r.put("keys_by_misses", missesPerKey);
-                r.put("visible_at_every_coordinator_ms", percentiles(longs(visible)));
-                r.put("last_miss_ms", percentiles(longs(lastMiss)));
-                List<Map<String, Object>> curve = new ArrayList<>();
-                for (int b = 0; b < BINS_MS.length; b++) {
-                    if (readsPerBin[b] == 0) {
-                        continue;
-                    }
-                    Map<String, Object> c = new LinkedHashMap<>();
-                    c.put("from_ms", BINS_MS[b]);
-                    c.put("to_ms", b + 1 < BINS_MS.length ? BINS_MS[b + 1] : null);
-                    c.put("reads", readsPerBin[b]);
-                    c.put("misses", missesPerBin[b]);
-                    c.put("miss_fraction", (double) missesPerBin[b] / readsPerBin[b]);
-                    curve.add(c);
-                }
-                r.put("curve", curve);
-                System.err.printf(
-                        "staleness: %s %s: %,d keys, %,d reads, %,d missed; every coordinator had a key after %s ms;"
-                                + " keys by misses %s; miss fraction by ms since the write %s%n",
-                        v.name(),
-                        label,
-                        visible.size(),
-                        reads,
-                        misses,
-                        r.get("visible_at_every_coordinator_ms"),
-                        missesPerKey,
-                        curve.stream()
-                                .map(c -> c.get("from_ms") + ": "
-                                        + String.format("%.3f", (double) c.get("miss_fraction")))
-                                .toList());
-                return r;
-            }
-        }
-
         /**
          * How long Cassandra's own mutation messages waited between leaving one node and being
          * taken up by another (its {@code MUTATION_REQ-WaitLatency}, the "latencies waiting in
@@ -503,110 +367,11 @@ final class StalenessProbe {
             return out;
         }
 
-        /**
-         * Wire bytes of the sync per changed key and receiving node: new partitions inserted
-         * through their owners into the stock table (the control: no data crosses the network at
-         * RF 1) and into the Needle table, at full rate and paced; each after an idle period whose
-         * rate of internode bytes (gossip, heartbeats) is taken off.
-         */
-        private Map<String, Object> syncCost(SplittableRandom random) throws IOException {
-            Map<String, Object> out = new LinkedHashMap<>();
-            for (int rate : new int[] {0, o.pacedRate()}) {
-                Map<String, Object> byTable = new LinkedHashMap<>();
-                for (Variant v : List.of(STOCK, NEEDLE)) {
-                    long[] before = internodeBytes();
-                    long t0 = System.nanoTime();
-                    sleep(IDLE_MILLIS);
-                    double idle = (sum(internodeBytes()) - sum(before)) / ((System.nanoTime() - t0) / 1e9);
-                    byTable.put(v.name(), insertAndCount(v, rate, random.nextLong() & Long.MAX_VALUE >>> 1, idle));
-                }
-                out.put(rate == 0 ? "full_rate" : "paced_" + rate + "_per_s", byTable);
-            }
-            return out;
-        }
-
-        private Map<String, Object> insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond)
-                throws IOException {
-            PreparedStatement insert = routed.prepare(insertCql(v));
-            int keys = rate == 0 ? o.syncKeys() : Math.min(o.syncKeys(), rate * 30);
-            long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
-            long[] payload0 = v.needle() ? needleCounters(v, "NodeFilterBatchBytesSent") : null;
-            long[] bytes0 = internodeBytes();
-            long start = System.nanoTime();
-            String label = "sync cost, " + v.name() + (rate == 0 ? " at full rate" : " at " + rate + "/s");
-            try (Progress pr = new Progress(label, keys, "partitions")) {
-                if (rate == 0) {
-                    ClosedLoop.run(
-                            o.loadThreads(),
-                            keys,
-                            11,
-                            (i, r) -> {
-                                routed.execute(insert.bind(base + i, value.duplicate()));
-                                return true;
-                            },
-                            pr.done);
-                } else {
-                    for (int i = 0; i < keys; i++) {
-                        long due = start + i * 1_000_000_000L / rate;
-                        long wait = due - System.nanoTime();
-                        if (wait > 0) {
-                            sleep(wait / 1_000_000, (int) (wait % 1_000_000));
-                        }
-                        routed.execute(insert.bind(base + i, value.duplicate()));
-                        pr.done.incrementAndGet();
-                    }
-                }
-            }
-            sleep(500); // the last batches leave
-            double seconds = (System.nanoTime() - start) / 1e9;
-            long wire = sum(internodeBytes()) - sum(bytes0);
-            double extra = wire - idleBytesPerSecond * seconds;
-            Map<String, Object> r = new LinkedHashMap<>();
-            r.put("idle_internode_bytes_per_s", Math.round(idleBytesPerSecond));
-            r.put("partitions", keys);
-            r.put("seconds", round(seconds));
-            r.put("inserts_per_s", Math.round(keys / seconds));
-            r.put("internode_bytes", wire);
-            r.put("internode_bytes_above_idle", Math.round(extra));
-            r.put("internode_bytes_above_idle_per_partition_per_receiving_node", round(extra / keys / (o.nodes() - 1)));
-            if (v.needle()) {
-                long changes = sum(needleCounters(v, "NodeFilterChangesSent")) - sum(changes0);
-                long payload = sum(needleCounters(v, "NodeFilterBatchBytesSent")) - sum(payload0);
-                r.put("changes_sent", changes);
-                r.put("batch_payload_bytes_per_change", changes == 0 ? null : round((double) payload / changes));
-                r.put(
-                        "wire_bytes_per_change_per_receiving_node",
-                        changes == 0 ? null : round(extra / changes / (o.nodes() - 1)));
-            }
-            System.err.printf("staleness: %s: %s%n", label, r);
-            return r;
-        }
-
         /** The node-filter decisions of the Needle table's coordinators ({@link #DECISIONS}), per node. */
         private long[][] decisions() throws IOException {
             long[][] out = new long[DECISIONS.size()][];
             for (int i = 0; i < out.length; i++) {
-                out[i] = needleCounters(NEEDLE, DECISIONS.get(i));
-            }
-            return out;
-        }
-
-        /** A Needle counter of table {@code v} on every node ([n-1] for node n). */
-        private long[] needleCounters(Variant v, String name) throws IOException {
-            long[] out = new long[o.nodes()];
-            for (int n = 1; n <= o.nodes(); n++) {
-                out[n - 1] = cluster.metric(n, KEYSPACE, v.table(), name);
-            }
-            return out;
-        }
-
-        /** Bytes each node has sent to the others ({@code system_views.internode_outbound}). */
-        private long[] internodeBytes() {
-            long[] out = new long[o.nodes()];
-            for (int n = 1; n <= o.nodes(); n++) {
-                for (var r : sessions[n].execute("SELECT sent_bytes FROM system_views.internode_outbound")) {
-                    out[n - 1] += r.getLong("sent_bytes");
-                }
+                out[i] = sync.needleCounters(NEEDLE, DECISIONS.get(i));
             }
             return out;
         }
@@ -634,7 +399,7 @@ final class StalenessProbe {
     }
 
     /** Which node (its last address byte, 127.0.0.N) owns a key at replication factor 1. */
-    private static final class KeyOwners {
+    static final class KeyOwners {
         private final TokenMap tokens;
         private final int nodes;
 
@@ -658,37 +423,8 @@ final class StalenessProbe {
     }
 
     /** The insert of one new partition (one row, its 400-byte value bound second) into {@code v}'s table. */
-    private static String insertCql(Variant v) {
+    static String insertCql(Variant v) {
         return "INSERT INTO " + KEYSPACE + "." + v.table() + " (pk, ck, v) VALUES (?, 0, ?)";
-    }
-
-    /** The bin of {@link #BINS_MS} that a time since the acknowledgement falls in. */
-    static int bin(long nanos) {
-        double ms = nanos / 1e6;
-        int b = 0;
-        while (b + 1 < BINS_MS.length && ms >= BINS_MS[b + 1]) {
-            b++;
-        }
-        return b;
-    }
-
-    /** p50, p99, p99.9 and max of nanosecond values, in milliseconds (empty: no values). */
-    static Map<String, Object> percentiles(long[] nanos) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        if (nanos.length == 0) {
-            return m;
-        }
-        long[] v = nanos.clone();
-        Arrays.sort(v);
-        m.put("p50", round(LatencyCalibration.q(v, 0.5)));
-        m.put("p99", round(LatencyCalibration.q(v, 0.99)));
-        m.put("p99.9", round(LatencyCalibration.q(v, 0.999)));
-        m.put("max", round(v[v.length - 1] / 1e6));
-        return m;
-    }
-
-    private static long[] longs(List<Long> v) {
-        return v.stream().mapToLong(Long::longValue).toArray();
     }
 
     private static long sum(long[] v) {
@@ -697,18 +433,5 @@ final class StalenessProbe {
 
     private static double round(double x) {
         return LatencyCalibration.round(x);
-    }
-
-    private static void sleep(long ms) {
-        sleep(ms, 0);
-    }
-
-    private static void sleep(long ms, int nanos) {
-        try {
-            Thread.sleep(ms, nanos);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted", e);
-        }
     }
 }

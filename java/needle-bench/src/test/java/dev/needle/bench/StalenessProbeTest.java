@@ -11,14 +11,14 @@ import org.junit.jupiter.api.Test;
 class StalenessProbeTest {
     @Test
     void timesFallInTheBinWhoseLowerBoundTheyReach() {
-        assertEquals(0, StalenessProbe.bin(0));
-        assertEquals(0, StalenessProbe.bin(499_999));
-        assertEquals(1, StalenessProbe.bin(500_000));
-        assertEquals(3, StalenessProbe.bin(2_000_000));
-        assertEquals(3, StalenessProbe.bin(2_999_999));
-        int last = StalenessProbe.BINS_MS.length - 1;
-        assertEquals(last, StalenessProbe.bin(5_000_000_000L));
-        assertEquals(last, StalenessProbe.bin(Long.MAX_VALUE));
+        assertEquals(0, KeyProbe.bin(0));
+        assertEquals(0, KeyProbe.bin(499_999));
+        assertEquals(1, KeyProbe.bin(500_000));
+        assertEquals(3, KeyProbe.bin(2_000_000));
+        assertEquals(3, KeyProbe.bin(2_999_999));
+        int last = KeyProbe.BINS_MS.length - 1;
+        assertEquals(last, KeyProbe.bin(5_000_000_000L));
+        assertEquals(last, KeyProbe.bin(Long.MAX_VALUE));
     }
 
     @Test
@@ -27,13 +27,13 @@ class StalenessProbeTest {
         for (int i = 0; i < nanos.length; i++) {
             nanos[i] = (nanos.length - i) * 1_000_000L; // 1000 ms down to 1 ms
         }
-        Map<String, Object> p = StalenessProbe.percentiles(nanos);
+        Map<String, Object> p = KeyProbe.percentiles(nanos);
         assertEquals(501.0, p.get("p50"));
         assertEquals(991.0, p.get("p99"));
         assertEquals(1000.0, p.get("p99.9"));
         assertEquals(1000.0, p.get("max"));
         assertEquals(1000_000_000L, nanos[0], "the input is left as it was");
-        assertTrue(StalenessProbe.percentiles(new long[0]).isEmpty());
+        assertTrue(KeyProbe.percentiles(new long[0]).isEmpty());
     }
 
     @Test

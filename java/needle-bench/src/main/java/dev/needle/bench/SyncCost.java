@@ -1,0 +1,173 @@
+package dev.needle.bench;
+
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import dev.needle.testkit.LocalCluster;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * The sync-cost phase of {@link StalenessProbe}: bytes sent between nodes while new partitions are
+ * inserted through their owners, less the rate of an idle period just before, per changed key and
+ * receiving node; into the stock table (the control) and the Needle table, at full rate and paced.
+ */
+final class SyncCost {
+    /** The idle period before each measured insert run, whose rate of internode bytes is the baseline. */
+    private static final long IDLE_MILLIS = 10_000;
+
+    private final LocalCluster cluster;
+    private final CqlSession[] sessions;
+    private final CqlSession routed;
+    private final int nodes;
+    private final ByteBuffer value;
+    private final int syncKeys;
+    private final int pacedRate;
+    private final int loadThreads;
+
+    /**
+     * @param sessions    [n]: a session whose every request goes to node n (index 0 unused)
+     * @param routed      a token-aware session: each insert goes to its key's owner
+     * @param value       the value every inserted row holds
+     * @param syncKeys    partitions inserted per run
+     * @param pacedRate   inserts per second of the paced run
+     * @param loadThreads threads of the full-rate run
+     */
+    SyncCost(
+            LocalCluster cluster,
+            CqlSession[] sessions,
+            CqlSession routed,
+            ByteBuffer value,
+            int syncKeys,
+            int pacedRate,
+            int loadThreads) {
+        this.cluster = cluster;
+        this.sessions = sessions;
+        this.routed = routed;
+        this.nodes = sessions.length - 1;
+        this.value = value;
+        this.syncKeys = syncKeys;
+        this.pacedRate = pacedRate;
+        this.loadThreads = loadThreads;
+    }
+
+    /**
+     * Wire bytes of the sync per changed key and receiving node: new partitions inserted
+     * through their owners into the stock table (the control: no data crosses the network at
+     * RF 1) and into the Needle table, at full rate and paced; each after an idle period whose
+     * rate of internode bytes (gossip, heartbeats) is taken off.
+     */
+    Map<String, Object> measure(SplittableRandom random) throws IOException {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (int rate : new int[] {0, pacedRate}) {
+            Map<String, Object> byTable = new LinkedHashMap<>();
+            for (Variant v : List.of(StalenessProbe.STOCK, StalenessProbe.NEEDLE)) {
+                long[] before = internodeBytes();
+                long t0 = System.nanoTime();
+                BenchCluster.sleep(IDLE_MILLIS);
+                double idle = (sum(internodeBytes()) - sum(before)) / ((System.nanoTime() - t0) / 1e9);
+                byTable.put(v.name(), insertAndCount(v, rate, random.nextLong() & Long.MAX_VALUE >>> 1, idle));
+            }
+            out.put(rate == 0 ? "full_rate" : "paced_" + rate + "_per_s", byTable);
+        }
+        return out;
+    }
+
+    private Map<String, Object> insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond)
+            throws IOException {
+        PreparedStatement insert = routed.prepare(StalenessProbe.insertCql(v));
+        int keys = rate == 0 ? syncKeys : Math.min(syncKeys, rate * 30);
+        long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
+        long[] payload0 = v.needle() ? needleCounters(v, "NodeFilterBatchBytesSent") : null;
+        long[] bytes0 = internodeBytes();
+        long start = System.nanoTime();
+        String label = "sync cost, " + v.name() + (rate == 0 ? " at full rate" : " at " + rate + "/s");
+        try (Progress pr = new Progress(label, keys, "partitions")) {
+            if (rate == 0) {
+                ClosedLoop.run(
+                        loadThreads,
+                        keys,
+                        11,
+                        (i, r) -> {
+                            routed.execute(insert.bind(base + i, value.duplicate()));
+                            return true;
+                        },
+                        pr.done);
+            } else {
+                for (int i = 0; i < keys; i++) {
+                    long due = start + i * 1_000_000_000L / rate;
+                    long wait = due - System.nanoTime();
+                    if (wait > 0) {
+                        sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+                    }
+                    routed.execute(insert.bind(base + i, value.duplicate()));
+                    pr.done.incrementAndGet();
+                }
+            }
+        }
+        BenchCluster.sleep(500); // the last batches leave
+        double seconds = (System.nanoTime() - start) / 1e9;
+        long wire = sum(internodeBytes()) - sum(bytes0);
+        double extra = wire - idleBytesPerSecond * seconds;
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("idle_internode_bytes_per_s", Math.round(idleBytesPerSecond));
+        r.put("partitions", keys);
+        r.put("seconds", LatencyCalibration.round(seconds));
+        r.put("inserts_per_s", Math.round(keys / seconds));
+        r.put("internode_bytes", wire);
+        r.put("internode_bytes_above_idle", Math.round(extra));
+        r.put(
+                "internode_bytes_above_idle_per_partition_per_receiving_node",
+                LatencyCalibration.round(extra / keys / (nodes - 1)));
+        if (v.needle()) {
+            long changes = sum(needleCounters(v, "NodeFilterChangesSent")) - sum(changes0);
+            long payload = sum(needleCounters(v, "NodeFilterBatchBytesSent")) - sum(payload0);
+            r.put("changes_sent", changes);
+            r.put(
+                    "batch_payload_bytes_per_change",
+                    changes == 0 ? null : LatencyCalibration.round((double) payload / changes));
+            r.put(
+                    "wire_bytes_per_change_per_receiving_node",
+                    changes == 0 ? null : LatencyCalibration.round(extra / changes / (nodes - 1)));
+        }
+        System.err.printf("staleness: %s: %s%n", label, r);
+        return r;
+    }
+
+    /** A Needle counter of table {@code v} on every node ([n-1] for node n). */
+    long[] needleCounters(Variant v, String name) throws IOException {
+        long[] out = new long[nodes];
+        for (int n = 1; n <= nodes; n++) {
+            out[n - 1] = cluster.metric(n, StalenessProbe.KEYSPACE, v.table(), name);
+        }
+        return out;
+    }
+
+    /** Bytes each node has sent to the others ({@code system_views.internode_outbound}). */
+    private long[] internodeBytes() {
+        long[] out = new long[nodes];
+        for (int n = 1; n <= nodes; n++) {
+            for (var r : sessions[n].execute("SELECT sent_bytes FROM system_views.internode_outbound")) {
+                out[n - 1] += r.getLong("sent_bytes");
+            }
+        }
+        return out;
+    }
+
+    private static long sum(long[] v) {
+        return Arrays.stream(v).sum();
+    }
+
+    private static void sleep(long ms, int nanos) {
+        try {
+            Thread.sleep(ms, nanos);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+}
