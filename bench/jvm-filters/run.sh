@@ -9,6 +9,7 @@
 #   insert-N.json lookup-N.json delete-N.json JMH results (-rf json), N = key count
 #   space.json                                bits/key, measured FPR, load, false negatives (SpaceFprMain)
 #   run-meta.json                             the exact commands, phase timings, jar and source digests
+#   machine.json                              the machine's facts when the run started
 #   summary.json                              everything above joined per library and configuration, plus targets
 # and the readable table docs/jvm-filters.md (QUICK: $OUT/jvm-filters.md, so a smoke test never
 # overwrites the published table).
@@ -63,6 +64,9 @@ if [[ ! -f "$JAR" ]]; then
   exit 1
 fi
 mkdir -p "$OUT"
+# The machine as it is when the run starts (the summary states these facts, not those of whatever
+# machine summarizes later).
+"$PYTHON" "$ROOT/bench/jvm-filters/summary_data.py" > "$OUT/machine.json"
 # Filters built by the insert benchmark are saved here and loaded, instead of rebuilt, by the
 # unmeasured setup of the lookup and delete benchmarks and by SpaceFprMain (FilterCache.java).
 CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/needle-filter-cache.XXXXXX")"
