@@ -2,9 +2,11 @@
 
 import json
 
+import harness_results
 import pytest
-
-import needle_plot
+import scheme1
+import scheme2
+import staleness
 
 
 def variant(p50_us, p99_us, **extra):
@@ -71,7 +73,7 @@ def test_targets_are_checked_on_the_rows_they_apply_to():
         "scheme1-table4": doc("scheme1-table4", [run("0%", {"absent": 1.0}, 250, 180, mode=None)]),
         "scheme1-table5": doc("scheme1-table5", [run("0%", None, 1000, 1010, mode=None, load=0.0)], op="insert"),
     }
-    checks = needle_plot.check_targets(docs)
+    checks = scheme1.check_targets(docs)
     by = {(c["table"], c["row"], c["delete_mode"]): c for c in checks}
     assert by[("table1", "deleted", "row")]["met"] is True  # 10x
     assert ("table1", "deleted", "partition") not in by  # the 5x target is for row tombstones
@@ -86,12 +88,12 @@ def test_summary_and_markdown(tmp_path):
     d = doc("scheme1-table3", [run("deleted", {"deleted": 1.0}, 600, 200, partitions=p) for p in (100, 200)])
     (tmp_path / "scheme1-table3").mkdir()
     (tmp_path / "scheme1-table3" / "results.json").write_text(json.dumps(d))
-    rows = needle_plot.summary_rows(d)
+    rows = harness_results.summary_rows(d)
     assert rows[0]["label"] == "deleted, 100 partitions"  # growing data: the size is in the label
     assert rows[1]["variants"]["stock"]["p50_ms"] == 0.6
     assert rows[1]["variants"]["needle-cuckoo"]["needle_skipped"] == 5
     assert rows[0]["stock_data_gib"] == 1.0
-    summary = needle_plot.summarize_scheme1(tmp_path)
+    summary = scheme1.summarize_scheme1(tmp_path)
     saved = json.loads((tmp_path / "scheme1" / "summary.json").read_text())
     assert saved["tables"]["table3"]["rows"][1]["ratio_p50_stock_over_cuckoo"] == 3.0
     assert saved["targets_checked"] == 2 and saved["targets_met"] == 0
@@ -102,13 +104,13 @@ def test_summary_and_markdown(tmp_path):
 
 def test_a_missing_or_damaged_result_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="not found"):
-        needle_plot.load(tmp_path / "none" / "results.json")
+        harness_results.load(tmp_path / "none" / "results.json")
     bad = tmp_path / "results.json"
     bad.write_text('{"runs": [')
     with pytest.raises(SystemExit, match="not valid JSON"):
-        needle_plot.load(bad)
+        harness_results.load(bad)
     with pytest.raises(SystemExit, match="no scheme1 results"):
-        needle_plot.summarize_scheme1(tmp_path)
+        scheme1.summarize_scheme1(tmp_path)
 
 
 def remote_run(mix, remote, stock, cuckoo, floor=None, mode="partition"):
@@ -131,7 +133,7 @@ def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_pa
     lan["experiment"]["cluster"] = {"nodes": 4, "latency": "lan", "replication_factor": 1}
     az = doc("scheme2-table9", [remote_run({"live": 1.0}, r, 1000, 1040) for r in (0.0, 1.0)])
     az["experiment"]["cluster"] = {"nodes": 4, "latency": "az", "replication_factor": 1}
-    checks = needle_plot.check_scheme2_targets({"scheme2-table7": lan, "scheme2-table9-az": az})
+    checks = scheme2.check_scheme2_targets({"scheme2-table7": lan, "scheme2-table9-az": az})
     got = {(c["table"], c["row"], c["delete_mode"], c["target"].split(":")[0]): (c["met"], c["value"]) for c in checks}
     gain = "remote lookups of keys with no live data, 100% remote, lan"
     assert got[("table7", "100% remote", "partition", gain)] == (True, 4.091)
@@ -144,13 +146,13 @@ def test_node_filter_targets_compare_remote_with_local_and_with_the_floor(tmp_pa
     for name, d in (("scheme2-table7", lan), ("scheme2-table9-az", az)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.json").write_text(json.dumps(d))
-    summary = needle_plot.summarize_scheme2(tmp_path)
+    summary = scheme2.summarize_scheme2(tmp_path)
     assert summary["targets_met"] == 3 and summary["targets_checked"] == 7
     saved = json.loads((tmp_path / "scheme2" / "summary.json").read_text())
     assert saved["runs"]["scheme2-table7"]["rows"][1]["request_floor_p50_ms"] == 0.19
     # A floor measured without its query (a read of system.local) is not used.
     del lan["runs"][1]["request_floor"]["query"]
-    checks = needle_plot.check_scheme2_targets({"scheme2-table7": lan})
+    checks = scheme2.check_scheme2_targets({"scheme2-table7": lan})
     assert not any(c["target"].startswith("skipped lookups") and c["delete_mode"] == "partition" for c in checks)
 
 
@@ -168,7 +170,7 @@ def test_quorum_targets_apply_to_token_aware_quorum_runs():
         d["experiment"]["cluster"] = {"nodes": nodes, "latency": latency, "replication_factor": 3}
         return d
 
-    checks = needle_plot.check_scheme2_targets(
+    checks = scheme2.check_scheme2_targets(
         {"scheme2-quorum": quorum_doc("lan", 3), "scheme2-quorum-6-az": quorum_doc("az", 6)}
     )
     got = {(c["latency"], c["row"]): (c["met"], c["value"], c["target"]) for c in checks}
@@ -180,7 +182,7 @@ def test_quorum_targets_apply_to_token_aware_quorum_runs():
     assert got[("az", "never written")][2].startswith("QUORUM lookups of keys with no live data, token-aware, az")
     fixed = quorum_doc("lan", 3)
     fixed["experiment"]["run"]["coordinator"] = "fixed"
-    assert needle_plot.check_scheme2_targets({"scheme2-quorum": fixed}) == [], "not the routed setting"
+    assert scheme2.check_scheme2_targets({"scheme2-quorum": fixed}) == [], "not the routed setting"
 
 
 def staleness_doc(idle_p999, load_p999, violations, full_bytes, paced_bytes):
@@ -221,7 +223,7 @@ def staleness_doc(idle_p999, load_p999, violations, full_bytes, paced_bytes):
 
 
 def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes(tmp_path):
-    checks = needle_plot.check_staleness_targets(staleness_doc(12.5, 251.0, 0, 30.2, 140.0))
+    checks = staleness.check_staleness_targets(staleness_doc(12.5, 251.0, 0, 30.2, 140.0))
     got = {(c["row"], c["target"].split(" (")[0].split(":")[0]): (c["met"], c["value"]) for c in checks}
     assert got[("idle", "99.9% of new keys held by every coordinator's copy within 50 ms")] == (True, 12.5)
     assert got[("load", "99.9% of new keys held by every coordinator's copy within 250 ms")] == (False, 251.0)
@@ -230,7 +232,7 @@ def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes
     assert got[("paced 200 per s (2,900 inserts/s)", "sync")] == (False, 140.0)
     assert all(c["table"] == "staleness" and c["latency"] == "lan" for c in checks)
     assert len(checks) == 5
-    bad = needle_plot.check_staleness_targets(staleness_doc(60.0, 10.0, 2, None, 10.0))
+    bad = staleness.check_staleness_targets(staleness_doc(60.0, 10.0, 2, None, 10.0))
     assert [c["met"] for c in bad] == [False, True, False, False, True]
     # The summary of the node-filter tables takes the probe's file when it is there.
     lan = doc("scheme2-table9", [remote_run({"live": 1.0}, r, 1000, 1000) for r in (0.0, 1.0)])
@@ -239,7 +241,7 @@ def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes
     (tmp_path / "scheme2-table9" / "results.json").write_text(json.dumps(lan))
     (tmp_path / "scheme2").mkdir()
     (tmp_path / "scheme2" / "staleness.json").write_text(json.dumps(staleness_doc(12.5, 20.0, 0, 30.2, 20.0)))
-    summary = needle_plot.summarize_scheme2(tmp_path)
+    summary = scheme2.summarize_scheme2(tmp_path)
     assert summary["targets_checked"] == 2 + 5 and summary["targets_met"] == 7
     assert summary["staleness"]["probe"]["idle"]["needle-cuckoo"]["curve"] == [[0.0, 0.3], [0.5, 0.1]]
     assert summary["staleness"]["probe"]["load"]["load"] == {"inserts_per_s": 1600}
@@ -272,22 +274,22 @@ def test_load_targets_are_insert_latency_and_cpu_per_insert(tmp_path):
     d["experiment"]["cluster"] = {"nodes": 6, "latency": "az", "replication_factor": 3}
     idle = {"seconds": 180.0, "cpu_pct_of_one_core": 20.0, "internode_sent_bytes_s": 30000, "sync_bytes_s": 2000}
     d["resources"] = {"interval_s": 5, "timeline": [], "idle_before": idle, "idle_after_with_needle": idle}
-    checks = needle_plot.check_scheme2_targets({"scheme2-table10": d})
+    checks = scheme2.check_scheme2_targets({"scheme2-table10": d})
     got = {(c["row"], c["target"].split(":")[0]): (c["met"], c["value"]) for c in checks}
     assert got[("load", "inserts")] == (True, 0.990)
     assert got[("load", "CPU during the load")] == (False, 1.1)
     assert got[("fast", "inserts")] == (True, 1.0)
     assert len(checks) == 3
     assert all(c["table"] == "table10" and c["latency"] == "az" for c in checks)
-    md = needle_plot.markdown({"scheme2-table10": d})
+    md = harness_results.markdown({"scheme2-table10": d})
     assert "| load | needle-cuckoo | 10 | 150.0 | 2.2 | 900.0 | 45.0 |" in md
     assert "| idle after with needle | 180.0 | 20.0 | 30,000 | 2,000 |" in md
     (tmp_path / "scheme2-table10").mkdir()
     (tmp_path / "scheme2-table10" / "results.json").write_text(json.dumps(d))
-    summary = needle_plot.summarize_scheme2(tmp_path)
+    summary = scheme2.summarize_scheme2(tmp_path)
     row = summary["runs"]["scheme2-table10"]["rows"][0]
     assert row["variants"]["needle-cuckoo"]["resources"]["sync_bytes_per_op"] == 45.0
     assert summary["runs"]["scheme2-table10"]["idle"]["idle_before"] == idle
     # Without resource figures only the latency targets are checked.
     del r["variants"]["stock"]["resources"]
-    assert len(needle_plot.check_scheme2_targets({"scheme2-table10": d})) == 2
+    assert len(scheme2.check_scheme2_targets({"scheme2-table10": d})) == 2
