@@ -7,6 +7,10 @@ Layout of a cluster folder::
     node1/data/ commitlog/ saved_caches/ hints/ cdc_raw/
     node1/logs/           system.log, debug.log, output.log (JVM stdout/stderr)
     node1/node.pid        pid of the running node
+
+This module is the cluster's lifecycle (up, add, start, stop, kill, restart, down, status), over 600
+lines because those steps share one lock and one metadata file; how nodes see each other is in
+gossip.py, Cassandra's tools against a node in tools.py.
 """
 
 import fcntl
@@ -20,15 +24,14 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import config, procs, runtime
+from . import config, gossip, procs, runtime
 from .errors import ClusterError
+from .tools import NodeTools
 
 FORMAT = 1
 START_TIMEOUT = 180  # seconds for one node to open its CQL port
 STOP_TIMEOUT = 60  # seconds of SIGTERM grace before SIGKILL
-GOSSIP_TIMEOUT = 60  # seconds for peers to see a node come up or go down
 BOOTSTRAP_RING_DELAY_MS = 15000  # gossip settles (schema versions included) before a new node bootstraps
-_GOSSIP_RE = re.compile(r"InetAddress /?(127\.\d+\.\d+\.\d+)(?::\d+)? is now (UP|DOWN)")
 
 
 def _stderr(msg):
@@ -40,7 +43,7 @@ def default_dir():
     return Path(os.environ.get("NEEDLE_CLUSTER_DIR") or ".cluster")
 
 
-class Cluster:
+class Cluster(NodeTools):
     """A cluster folder and the nodes running from it.
 
     Create one with :meth:`up`, or open an existing folder with
@@ -289,8 +292,8 @@ class Cluster:
                 for i in range(1, n + 1):
                     # Ring agreement is checked once, after the last node.
                     c._start_locked(i, timeout=timeout, java=java, wait_peers=False)
-                    c._wait_gossip(i, "UP")
-                c._wait_ring()
+                    gossip.wait_seen(c, i, "UP")
+                gossip.wait_ring(c)
             except BaseException:
                 running = c._running()  # includes a node interrupted while starting
                 if running:
@@ -405,7 +408,7 @@ class Cluster:
                 self._start_locked(
                     i, timeout=timeout, extra_jvm_opts=[f"-Dcassandra.ring_delay_ms={BOOTSTRAP_RING_DELAY_MS}"]
                 )
-                self._wait_ring()
+                gossip.wait_ring(self)
             except BaseException:
                 if self.pid(i):
                     self._stop_nodes([i], sig=procs.SIGKILL)
@@ -472,8 +475,8 @@ class Cluster:
             time.sleep(0.25)
         self.log(f"{name} up in {time.monotonic() - t0:.1f} s (pid {p.pid})")
         if wait_peers:
-            self._wait_gossip(i, "UP")
-            self._wait_ring()
+            gossip.wait_seen(self, i, "UP")
+            gossip.wait_ring(self)
 
     def _start_failure(self, i, what):
         d = self.node_dir(i)
@@ -499,94 +502,6 @@ class Cluster:
             hint = f"cassandra.yaml is rejected: check --yaml settings ({d / 'conf' / 'cassandra.yaml'})"
         return ClusterError(f"{what}; {hint}", details=text)
 
-    def _ring_view(self, j):
-        """{address: "UN"|"DN"|...} as ``nodetool status`` on node j reports it ({} on failure)."""
-        view = {}
-        try:
-            out = self.nodetool(j, "status", check=False)
-        except ClusterError:
-            return view
-        for line in out.splitlines():
-            mm = re.match(r"^([UD][NLJM])\s+(\S+)", line)
-            if mm:
-                view[mm.group(2)] = mm.group(1)
-        return view
-
-    def _wait_ring(self, timeout=GOSSIP_TIMEOUT):
-        """Wait until every running node's nodetool shows every running node UN."""
-        t0 = time.monotonic()
-        while True:
-            running = self._running()
-            want = [self.address(i) for i in running]
-            pending = []
-            for j in running:
-                view = self._ring_view(j)
-                missing = [a for a in want if view.get(a) != "UN"]
-                if missing:
-                    pending.append(f"{config.node_name(j)} (not UN: {', '.join(missing)})")
-                    break  # no use asking the others this round
-            if not pending:
-                if len(running) > 1:
-                    self.log(
-                        f"ring agrees: {len(running)} nodes UN on every node (checked in {time.monotonic() - t0:.1f} s)"
-                    )
-                return
-            if time.monotonic() - t0 > timeout:
-                raise ClusterError(
-                    f"the ring did not settle within {timeout} s: {'; '.join(pending)}; "
-                    "check the nodes' logs ('needle-cluster logs N')"
-                )
-            time.sleep(1)
-
-    def _peer_view(self, i):
-        """{address: "UP"|"DOWN"} as node i's log says since its last start."""
-        d = self.node_dir(i) / "logs"
-        try:
-            offset = int((d / "start.offset").read_text())
-        except (OSError, ValueError):
-            offset = 0
-        view = {}
-        try:
-            with open(d / "system.log", "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                f.seek(offset if offset <= size else 0)  # a rolled log restarts at 0
-                for line in f.read().decode(errors="replace").splitlines():
-                    mm = _GOSSIP_RE.search(line)
-                    if mm:
-                        view[mm.group(1)] = mm.group(2)
-        except OSError:
-            pass
-        return view
-
-    def _wait_gossip(self, i, state, timeout=GOSSIP_TIMEOUT):
-        """Wait until node i and every other running node see each other as ``state``."""
-        name = config.node_name(i)
-        addr = self.address(i)
-        t0 = time.monotonic()
-        while True:
-            others = [j for j in self._running() if j != i]
-            if not others:
-                return
-            if state == "UP":
-                pending = [config.node_name(j) for j in others if self._peer_view(j).get(addr) != "UP"]
-            else:  # a peer that started after the node went down never saw it up
-                pending = [config.node_name(j) for j in others if self._peer_view(j).get(addr) == "UP"]
-            if state == "UP":
-                mine = self._peer_view(i)
-                pending += [
-                    f"{name} (about {config.node_name(j)})" for j in others if mine.get(self.address(j)) != "UP"
-                ]
-            if not pending:
-                if others:
-                    self.log(f"peers see {name} {state.lower()} after {time.monotonic() - t0:.1f} s")
-                return
-            if time.monotonic() - t0 > timeout:
-                raise ClusterError(
-                    f"{', '.join(pending)} still do(es) not see {name} {state} after {timeout} s; "
-                    f"check the nodes' logs ('needle-cluster logs {i}')"
-                )
-            time.sleep(0.25)
-
     # ---------------------------------------------------------- stop / kill
 
     def stop(self, node, timeout=STOP_TIMEOUT):
@@ -599,7 +514,7 @@ class Cluster:
         """SIGKILL a node, as in a crash; by default wait until its peers see it down."""
         i = self.node(node)
         if self._stop_nodes([i], sig=procs.SIGKILL) and wait_down:
-            self._wait_gossip(i, "DOWN")
+            gossip.wait_seen(self, i, "DOWN")
 
     def restart(self, node, timeout=START_TIMEOUT):
         """Stop (gracefully) and start a node again."""
@@ -705,7 +620,7 @@ class Cluster:
             view = {}
             up = [n["number"] for n in nodes if n["state"] == "up"]
             if up:
-                view = self._ring_view(up[0])
+                view = gossip.ring_view(self, up[0])
             for n in nodes:
                 n["ring"] = view.get(n["address"])
         return {
@@ -717,61 +632,6 @@ class Cluster:
             "jvm_opts": m.get("jvm_opts", []),
             "heap": m.get("heap"),
         }
-
-    def nodetool_command(self, node, *args):
-        """The java command line of ``nodetool ARGS`` against ``node``."""
-        i = self.node(node)
-        m = self._require()
-        java, _ = runtime.find_java()
-        jars = runtime.resolve_cassandra(m["version"], log=self.log)
-        tools = runtime.cassandra_dir(m["version"]) / "logback-tools.xml"
-        if not tools.is_file() or tools.read_text() != config.tools_logback_xml():
-            tools.write_text(config.tools_logback_xml())
-        return config.nodetool_command(java, jars, tools, i, args, self.net)
-
-    def nodetool(self, node, *args, check=True):
-        """Run nodetool against a node; return its output (raise on failure when ``check``)."""
-        i = self.node(node)
-        if check and not self.pid(i):
-            raise ClusterError(f"{config.node_name(i)} is down; start it with 'needle-cluster start {i}'")
-        res = subprocess.run(self.nodetool_command(i, *args), capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if check and res.returncode != 0:
-            raise ClusterError(
-                f"nodetool {' '.join(args)} on {config.node_name(i)} failed "
-                f"(exit {res.returncode}): {res.stderr.strip()[-300:]}"
-            )
-        return res.stdout
-
-    def cqlsh_command(self, node, *args):
-        """The cqlsh command line connected to ``node`` (cqlsh installed on first use)."""
-        i = self.node(node)
-        exe = runtime.ensure_cqlsh(log=self.log)
-        return [
-            str(exe),
-            self.address(i),
-            str(config.NATIVE_PORT),
-            "--connect-timeout",
-            "20",
-            "--request-timeout",
-            "30",
-            *args,
-        ]
-
-    def cql(self, node, statement, check=True):
-        """Run CQL (one or more ';'-separated statements, cqlsh commands allowed) on a node.
-
-        Returns cqlsh's output; raises a ClusterError when cqlsh reports an
-        error and ``check`` is true.
-        """
-        i = self.node(node)
-        if not self.is_up(i):
-            raise ClusterError(f"{config.node_name(i)} is not up; start it with 'needle-cluster start {i}'")
-        res = subprocess.run(
-            self.cqlsh_command(i, "-e", statement), capture_output=True, text=True, stdin=subprocess.DEVNULL
-        )
-        if check and res.returncode != 0:
-            raise ClusterError(f"CQL on {config.node_name(i)} failed: {(res.stderr or res.stdout).strip()[-500:]}")
-        return res.stdout
 
     # ------------------------------------------------------ context manager
 
