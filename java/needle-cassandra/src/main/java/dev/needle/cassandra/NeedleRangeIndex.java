@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import dev.needle.cassandra.range.KeyFetch;
+import dev.needle.cassandra.range.RangeIndex;
 import dev.needle.cassandra.range.RangeIndexes;
 import java.nio.ByteBuffer;
 import java.util.HashMap;
@@ -133,8 +134,16 @@ public final class NeedleRangeIndex extends CustomIndexBase {
     }
 
     /**
-     * Range and equality restrictions on the column; and the key lists the query handler sends in
-     * a custom expression to read the rows an index answer names ({@code RangeRead}).
+     * Range and equality restrictions on the column, unless Cassandra's SAI also indexes it; and
+     * the key lists the query handler sends in a custom expression to read the rows an index
+     * answer names ({@code RangeRead}).
+     *
+     * <p>With SAI on the column, this index leaves the column's restrictions to SAI, so that
+     * Cassandra's own way of answering (the planner's "sai", the payload's "stock") is SAI's:
+     * Cassandra picks the index plan with the fewest estimated rows, and SAI's estimate is
+     * {@code Long.MAX_VALUE} unless {@code prioritize_sai_over_legacy_index} is set, so a plan of
+     * this index would win. The query handler's own ways (this index's answers, the parallel scan)
+     * do not go through Cassandra's index plans.
      */
     @Override
     public boolean supportsExpression(ColumnMetadata c, Operator operator) {
@@ -145,10 +154,11 @@ public final class NeedleRangeIndex extends CustomIndexBase {
                 && switch (operator) {
                     case EQ, GT, GTE, LT, LTE -> true;
                     default -> false;
-                };
+                }
+                && !RangeIndex.saiIndexes(baseCfs, column);
     }
 
-    /** Large: where Cassandra's SAI also indexes the column, the stock path uses SAI. */
+    /** Large: Cassandra's legacy secondary indexes on the column, if any, are preferred. */
     @Override
     public long getEstimatedResultRows() {
         return Long.MAX_VALUE / 2;

@@ -262,6 +262,18 @@ class RangeScanIT {
         assertTrue(plans != null && plans.getLong("queries_by_scan") > 0, "the scan answered (coordinator-scan)");
         assertTrue(plans.getLong("queries_by_index") > 0, "the index answered (rix)");
         assertTrue(plans.getLong("queries_by_sai") > 0, "SAI answered on the same table (sai)");
+        // What the planner counted as SAI's was SAI's: Cassandra's own way on a column with both
+        // indexes is SAI's, not a plan of Needle's index (SAI's own query counter, every node).
+        long saiQueries = 0;
+        for (int n = 1; n <= 3; n++) {
+            saiQueries += ((Number) cluster.jmxGet(
+                            n,
+                            "org.apache.cassandra.metrics:type=StorageAttachedIndex,keyspace=rq,table=data_rix,"
+                                    + "scope=TableQueryMetrics,name=TotalQueriesCompleted",
+                            "Count"))
+                    .longValue();
+        }
+        assertTrue(saiQueries > 0, "SAI's own counter of the queries it answered on rq.data_rix is 0");
     }
 
     /**

@@ -10,7 +10,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.UntypedResultSet;
+import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.index.Index;
+import org.apache.cassandra.index.sai.StorageAttachedIndex;
 import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
@@ -126,6 +129,16 @@ public final class RangeIndex {
             planner = p;
         }
         return p;
+    }
+
+    /** Whether Cassandra's SAI indexes {@code column} of the table of {@code cfs}. */
+    public static boolean saiIndexes(ColumnFamilyStore cfs, ColumnMetadata column) {
+        for (Index i : cfs.indexManager.listIndexes()) {
+            if (i instanceof StorageAttachedIndex && i.dependsOn(column)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The level index entries are written and read at for a statement at {@code cl}: at least a quorum. */

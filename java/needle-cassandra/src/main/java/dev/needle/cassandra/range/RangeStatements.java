@@ -25,7 +25,6 @@ import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.filter.DataLimits;
 import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.exceptions.InvalidRequestException;
-import org.apache.cassandra.index.Index;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.tracing.Tracing;
@@ -367,11 +366,6 @@ public final class RangeStatements {
 
     /** Whether Cassandra's SAI also indexes the column: then the stock way uses it (see NeedleRangeIndex). */
     private static boolean hasSai(SelectStatement select, RangeIndex index) {
-        for (Index i : Keyspace.openAndGetStore(select.table).indexManager.listIndexes()) {
-            if (i.getClass().getSimpleName().equals("StorageAttachedIndex") && i.dependsOn(index.column())) {
-                return true;
-            }
-        }
-        return false;
+        return RangeIndex.saiIndexes(Keyspace.openAndGetStore(select.table), index.column());
     }
 }
