@@ -35,8 +35,7 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 /**
  * The stock strategy of a range query without SAI, done in parallel at the coordinator (the
  * dissertation's "no index"): the token ring cut along the cluster's own token ranges, at least
- * {@link #SPLITS_PER_NODE} splits per node and more for a range of many pages (see {@link
- * #splits(double, int)}), each split a filtered range read of Cassandra's own
+ * {@link #SPLITS_PER_NODE} splits per node, each split a filtered range read of Cassandra's own
  * (so each replica filters its rows locally, at the statement's consistency level), up to
  * {@link #CONCURRENCY} splits at a time, their rows returned in token order as Cassandra returns
  * them. It asks no index: on a column that SAI also indexes, each replica still filters its own
@@ -58,9 +57,6 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 final class ParallelScan {
     /** The ring is cut into at least this many splits per node. */
     static final int SPLITS_PER_NODE = 4;
-
-    /** The ring is cut into at most this many splits per node, however long the range. */
-    static final int MAX_SPLITS_PER_NODE = 64;
 
     /** Splits read at the same time by one query, and threads shared by every query. */
     static final int CONCURRENCY = 8;
@@ -111,7 +107,7 @@ final class ParallelScan {
         int pageSize = options.getPageSize();
         int want = Math.min(remaining, pageSize > 0 ? pageSize : Integer.MAX_VALUE);
 
-        List<Range<Token>> splits = splits(expectedRows, want);
+        List<Range<Token>> splits = splits();
         int first = 0;
         if (paging != null) {
             Token after = select.table.partitioner.getToken(paging.partitionKey);
@@ -235,32 +231,15 @@ final class ParallelScan {
     }
 
     /**
-     * The ring's token ranges as the token metadata has them now, each cut into equal pieces, in
-     * token order; the first starts at the ring's minimum and the last ends there, so they cover
-     * every token once. At least {@link #SPLITS_PER_NODE} per node, and, for a range expected to
-     * fill more than one page, enough that a page takes {@link #CONCURRENCY} splits whole: a
-     * page then reads that many at a time instead of one or two large splits in turn (the rows of
-     * a range lie evenly over the tokens, the partition key being hashed). At most {@link
-     * #MAX_SPLITS_PER_NODE} per node.
-     *
-     * @param expectedRows the planner's estimate of the rows in the whole range, NaN if none
-     * @param pageRows the rows the page asks for
+     * The ring's token ranges as the token metadata has them now, each cut into equal pieces so
+     * that there are at least {@link #SPLITS_PER_NODE} per node, in token order; the first starts
+     * at the ring's minimum and the last ends there, so they cover every token once.
      */
-    static List<Range<Token>> splits(double expectedRows, int pageRows) {
+    static List<Range<Token>> splits() {
         List<Token> ring = StorageService.instance.getTokenMetadata().sortedTokens();
         int nodes = Math.max(
                 1, StorageService.instance.getTokenMetadata().getAllEndpoints().size());
-        return splits(ring, splitCount(nodes, expectedRows, pageRows));
-    }
-
-    /** How many splits {@link #splits(double, int)} asks for on a ring of {@code nodes} nodes. */
-    static int splitCount(int nodes, double expectedRows, int pageRows) {
-        int least = nodes * SPLITS_PER_NODE;
-        if (Double.isNaN(expectedRows) || expectedRows <= 0 || pageRows <= 0) {
-            return least;
-        }
-        double forPages = Math.ceil(expectedRows * CONCURRENCY / pageRows);
-        return (int) Math.max(least, Math.min((double) nodes * MAX_SPLITS_PER_NODE, forPages));
+        return splits(ring, nodes * SPLITS_PER_NODE);
     }
 
     static List<Range<Token>> splits(List<Token> ring, int atLeast) {

@@ -62,21 +62,4 @@ class ParallelScanTest {
             }
         }
     }
-
-    @Test
-    void aRangeOfManyPagesIsCutSoThatAPageReadsSplitsInParallel() {
-        int least = 3 * ParallelScan.SPLITS_PER_NODE;
-        assertEquals(least, ParallelScan.splitCount(3, Double.NaN, 5_000), "no estimate: the least");
-        assertEquals(least, ParallelScan.splitCount(3, 0, 5_000), "no rows expected: the least");
-        assertEquals(least, ParallelScan.splitCount(3, 45_000, Integer.MAX_VALUE), "not paged: the least");
-        assertEquals(least, ParallelScan.splitCount(3, 100, 5_000), "a range of one page: the least");
-        // 45,000 rows in pages of 5,000: 72 splits of about 625 rows, 8 to a page
-        int splits = ParallelScan.splitCount(3, 45_000, 5_000);
-        assertEquals(72, splits);
-        assertTrue(45_000.0 / splits * ParallelScan.CONCURRENCY <= 5_000, "a page takes CONCURRENCY splits whole");
-        assertEquals(
-                3 * ParallelScan.MAX_SPLITS_PER_NODE,
-                ParallelScan.splitCount(3, 1e9, 100),
-                "a bounded number of splits however long the range");
-    }
 }
