@@ -20,6 +20,7 @@ final class RangeCommand {
               --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
               --heap SIZE          each node's heap (default 1G)
               --scale F            multiply the rows by F (quick runs)
+              --mixes A,B,...      run only the mixes with these labels (part of a sweep)
             """;
 
     /** {@code needle-bench range ...}: 0 done, 1 the run failed or the variants disagreed, 2 bad command line. */
@@ -34,6 +35,7 @@ final class RangeCommand {
                 throw new IllegalArgumentException("name an experiment file");
             }
             double scale = 1;
+            List<String> mixes = null;
             for (int i = 2; i < args.length; i++) {
                 String a = args[i];
                 String v = i + 1 < args.length ? args[++i] : null;
@@ -46,12 +48,16 @@ final class RangeCommand {
                     case "--cluster-tool" -> tool = Path.of(v);
                     case "--heap" -> heap = v;
                     case "--scale" -> scale = Double.parseDouble(v);
+                    case "--mixes" -> mixes = List.of(v.split(","));
                     default -> throw new IllegalArgumentException("unknown option " + a);
                 }
             }
             e = RangeExperiment.read(Path.of(args[1]));
             if (scale != 1) {
                 e = e.scaled(scale);
+            }
+            if (mixes != null) {
+                e = e.onlyMixes(mixes);
             }
             Main.requireClusterFiles(tool, jar);
             if (out == null) {

@@ -223,6 +223,33 @@ public record RangeExperiment(
                 saiBesideIndex);
     }
 
+    /** This experiment with only the mixes labelled {@code labels}, in the file's order (to run part of a sweep). */
+    public RangeExperiment onlyMixes(List<String> labels) {
+        List<String> known = mixes.stream().map(Mix::label).toList();
+        List<String> unknown = labels.stream().filter(l -> !known.contains(l)).toList();
+        require(unknown.isEmpty(), "no mix labelled " + String.join(", ", unknown) + "; the mixes are " + known);
+        return new RangeExperiment(
+                name,
+                title,
+                reproduces,
+                variants,
+                rows,
+                columns,
+                valueBytes,
+                mixes.stream().filter(m -> labels.contains(m.label())).toList(),
+                queriesPerMix,
+                warmupQueries,
+                consistency,
+                scan,
+                loadThreads,
+                seed,
+                cluster,
+                zipf,
+                clients,
+                leafSizes,
+                saiBesideIndex);
+    }
+
     private static void require(boolean ok, String message) {
         if (!ok) {
             throw new IllegalArgumentException(message);

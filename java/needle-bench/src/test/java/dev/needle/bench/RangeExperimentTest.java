@@ -33,6 +33,21 @@ class RangeExperimentTest {
     }
 
     @Test
+    void partOfASweepRunsByTheMixesLabels() {
+        RangeExperiment e = RangeExperiment.read(Path.of("../../bench/experiments/range-sweep-sai.json"));
+        RangeExperiment part = e.onlyMixes(List.of("0.9", "0.1"));
+        assertEquals(
+                List.of("0.1", "0.9"),
+                part.mixes().stream().map(RangeExperiment.Mix::label).toList(),
+                "in the file's order");
+        assertEquals(e.rows(), part.rows());
+        IllegalArgumentException x =
+                assertThrows(IllegalArgumentException.class, () -> e.onlyMixes(List.of("0.1", "long")));
+        assertTrue(x.getMessage().contains("no mix labelled long"), x.getMessage());
+        assertTrue(x.getMessage().contains("0.0001"), "lists the file's labels: " + x.getMessage());
+    }
+
+    @Test
     void everyCommittedRangeExperimentReads() throws IOException {
         try (var files = Files.list(Path.of("../../bench/experiments"))) {
             long n = files.filter(f -> f.getFileName().toString().startsWith("range-"))

@@ -3,8 +3,10 @@ package dev.needle.cassandra.storage;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -31,6 +33,7 @@ import org.apache.cassandra.notifications.SSTableAddedNotification;
 import org.apache.cassandra.notifications.SSTableListChangedNotification;
 import org.apache.cassandra.notifications.TruncationNotification;
 import org.apache.cassandra.utils.FBUtilities;
+import org.apache.cassandra.utils.NoSpamLogger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,6 +50,7 @@ import org.slf4j.LoggerFactory;
  */
 final class SSTableChanges implements INotificationConsumer {
     private static final Logger logger = LoggerFactory.getLogger(SSTableChanges.class);
+    private static final NoSpamLogger noSpam = NoSpamLogger.getLogger(logger, 1, TimeUnit.MINUTES);
     /** Operations that rewrite SSTables this node already has: their outputs inherit the inputs' partition deletions. */
     private static final EnumSet<OperationType> REWRITES = EnumSet.of(
             OperationType.COMPACTION,
@@ -191,7 +195,7 @@ final class SSTableChanges implements INotificationConsumer {
                 truncated();
             }
         } catch (Throwable t) {
-            filter.changeFailed(notification, t);
+            changeFailed(notification, t);
         }
     }
 
@@ -262,7 +266,7 @@ final class SSTableChanges implements INotificationConsumer {
             filter.feedback.newEpoch();
         }
         pruneArrivals();
-        toSave.forEach(filter::save);
+        toSave.forEach(filter.saved::save);
         filter.scans.retryDeferred();
         filter.scans.enqueue(toScan);
     }
@@ -275,9 +279,59 @@ final class SSTableChanges implements INotificationConsumer {
      */
     private void truncated() {
         View tv = cfs.getTracker().getView();
-        filter.update(e -> StorageFilter.dropMemtablesNotIn(tv, e));
+        filter.update(e -> dropMemtablesNotIn(tv, e));
         filter.feedback.newEpoch();
         filter.bumpUnseenGeneration(); // the node filter starts over from what is left
+    }
+
+    /**
+     * Applying a change of the SSTable set failed: Needle's sources may no longer match the
+     * tracker's view. Every live SSTable Needle has no keys for becomes unknown (and is scanned),
+     * every SSTable that is no longer live goes: the sources are correct again, if less complete.
+     */
+    private void changeFailed(INotification notification, Throwable t) {
+        filter.metrics.failures.inc();
+        noSpam.error(
+                "Needle could not apply {} to {}.{}; reconciling with the live SSTables",
+                notification.getClass().getSimpleName(),
+                cfs.keyspace.getName(),
+                cfs.name,
+                t);
+        List<Descriptor> toScan = new ArrayList<>();
+        filter.update(e -> {
+            View tv = cfs.getTracker().getView();
+            Set<Descriptor> live = new HashSet<>();
+            for (SSTableReader r : tv.liveSSTables()) {
+                live.add(r.descriptor);
+            }
+            // A memtable no longer in the tracker's view was flushed into SSTables that are in it
+            // (the tracker swaps them in one step), and so are represented below, or was dropped.
+            dropMemtablesNotIn(tv, e);
+            for (Descriptor d : e.descriptors()) {
+                if (!live.contains(d)) {
+                    e.removeSSTable(d);
+                }
+            }
+            for (Descriptor d : live) {
+                if (!e.has(d)) {
+                    e.markUnknown(d);
+                    toScan.add(d);
+                }
+            }
+        });
+        filter.scans.enqueue(toScan);
+    }
+
+    /** Drops the key sets (and untracked marks) of memtables no longer in the tracker's view. */
+    private static void dropMemtablesNotIn(View tv, TableSources.Editor e) {
+        Set<Memtable> inView = Collections.newSetFromMap(new IdentityHashMap<>());
+        inView.addAll(tv.liveMemtables);
+        inView.addAll(tv.flushingMemtables);
+        for (Memtable m : e.memtablesAndUntracked()) {
+            if (!inView.contains(m)) {
+                e.removeMemtable(m);
+            }
+        }
     }
 
     private void pruneArrivals() {

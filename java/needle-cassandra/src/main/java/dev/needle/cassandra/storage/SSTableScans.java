@@ -272,7 +272,7 @@ final class SSTableScans {
             @Override
             public void build() {
                 if (fullRebuild) {
-                    filter.rebuildStarting(readers);
+                    rebuildStarting(readers);
                 }
                 List<Descriptor> left = new ArrayList<>();
                 for (SSTableReader r : readers) {
@@ -283,10 +283,10 @@ final class SSTableScans {
                         if (isStopRequested()) {
                             throw new CompactionInterruptedException(getCompactionInfo());
                         }
-                        if (fullRebuild || filter.needsBuild(r)) {
+                        if (fullRebuild || needsBuild(r)) {
                             progress = new Progress(0);
                             try {
-                                filter.built(r, scan(r, this, progress));
+                                built(r, scan(r, this, progress));
                             } catch (CompactionInterruptedException e) {
                                 throw e;
                             } catch (Throwable t) {
@@ -301,10 +301,58 @@ final class SSTableScans {
                     }
                 } finally {
                     // Whatever was not built is scanned in the background once live.
-                    filter.buildUnfinished(left);
+                    buildUnfinished(left);
                 }
             }
         };
+    }
+
+    /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
+    private void rebuildStarting(Collection<SSTableReader> readers) {
+        logger.info("Needle rebuilding {} from {} SSTables", cfs.keyspace.getName() + "." + cfs.name, readers.size());
+        filter.update(e -> {
+            for (SSTableReader r : readers) {
+                if (e.has(r.descriptor)) {
+                    e.markUnknown(r.descriptor);
+                }
+            }
+        });
+        filter.feedback.newEpoch();
+    }
+
+    /** A build Cassandra asked for: does this SSTable need it? (Not if a valid file was loaded for it, or it is known.) */
+    private boolean needsBuild(SSTableReader r) {
+        TableSources v = filter.sources();
+        return !filter.changes().isPrepared(r.descriptor) && !v.sstables.containsKey(r.descriptor);
+    }
+
+    /** A build Cassandra asked for produced an SSTable's keys: live ones join the sources, others wait to go live. */
+    private void built(SSTableReader reader, SSTableKeys keys) {
+        Descriptor d = reader.descriptor;
+        boolean[] live = {false};
+        filter.update(e -> {
+            if (e.has(d)) {
+                e.putSSTable(d, keys);
+                live[0] = true;
+            }
+        });
+        if (!live[0]) {
+            filter.changes().prepared(d, keys, false);
+        } else {
+            filter.saved.save(reader, keys);
+        }
+    }
+
+    /** A build stopped or failed before these SSTables: those that are live, and unknown, are scanned in the background. */
+    private void buildUnfinished(List<Descriptor> left) {
+        List<Descriptor> unknown = new ArrayList<>();
+        TableSources v = filter.sources();
+        for (Descriptor d : left) {
+            if (v.unknown.contains(d)) {
+                unknown.add(d);
+            }
+        }
+        enqueue(unknown);
     }
 
     /**

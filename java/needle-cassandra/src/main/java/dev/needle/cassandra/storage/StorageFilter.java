@@ -2,23 +2,16 @@ package dev.needle.cassandra.storage;
 
 import dev.needle.cassandra.NeedleMetrics;
 import dev.needle.cassandra.NeedleOptions;
-import dev.needle.filter.FilterFormatException;
 import dev.needle.filter.KeyState;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
-import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.lifecycle.LifecycleNewTracker;
 import org.apache.cassandra.db.lifecycle.View;
 import org.apache.cassandra.db.memtable.Memtable;
@@ -29,11 +22,7 @@ import org.apache.cassandra.io.sstable.Component;
 import org.apache.cassandra.io.sstable.Descriptor;
 import org.apache.cassandra.io.sstable.SSTableFlushObserver;
 import org.apache.cassandra.io.sstable.format.SSTableReader;
-import org.apache.cassandra.notifications.INotification;
-import org.apache.cassandra.service.StorageService;
 import org.apache.cassandra.utils.NoSpamLogger;
-import org.apache.cassandra.utils.concurrent.OpOrder;
-import org.apache.cassandra.utils.concurrent.Ref;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -42,8 +31,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Sources, newest first: the exact key sets of the memtables (from the {@linkplain WritePath
  * write path}), and what is known of each SSTable (collected by an {@linkplain KeySetObserver
- * observer} while it was written, {@linkplain FilterComponent loaded} from the component saved
- * with it, or {@linkplain SSTableScans scanned}). They form one immutable {@link TableSources},
+ * observer} while it was written, {@linkplain SavedKeys loaded} from the file saved with it, or
+ * {@linkplain SSTableScans scanned}), made complete at start by {@link Startup} and kept in step
+ * with Cassandra's tracker by {@link SSTableChanges}. They form one immutable {@link TableSources},
  * replaced as a whole under this object's lock whenever a source comes or goes; a lookup reads
  * one TableSources and takes no lock. A key holds live data if some source holds live-looking data for
  * it newer than every partition deletion of it; row and range deletions and expired TTLs are
@@ -53,6 +43,10 @@ import org.slf4j.LoggerFactory;
  * the sources not ready, and sources that are not ready answer LIVE for every key. Nothing here may
  * fail a write, a flush, a compaction or a stream: errors are caught, logged, counted, and cost
  * only skipping.
+ *
+ * <p>Longer than 400 lines because every change of the sources takes this object's one lock
+ * ({@link #update}): the callbacks that change them (writes that fail, observers, scans, node
+ * filter reports) stay beside it; what only reads or saves was moved out.
  */
 public final class StorageFilter {
     private static final Logger logger = LoggerFactory.getLogger(StorageFilter.class);
@@ -63,7 +57,7 @@ public final class StorageFilter {
     final NeedleMetrics metrics;
     final String indexName;
     final FeedbackRemoval feedback;
-    final FilterComponent component;
+    final SavedKeys saved;
     final SSTableScans scans;
     private final SSTableChanges changes;
     private final WritePath writes;
@@ -79,7 +73,7 @@ public final class StorageFilter {
         this.options = options;
         this.indexName = indexName;
         this.feedback = new FeedbackRemoval(cfs);
-        this.component = new FilterComponent(indexName);
+        this.saved = new SavedKeys(this, indexName);
         this.scans = new SSTableScans(this);
         this.changes = new SSTableChanges(this);
         this.writes = new WritePath(this);
@@ -329,61 +323,6 @@ public final class StorageFilter {
         unseenGeneration++;
     }
 
-    /**
-     * Applying a change of the SSTable set failed: Needle's sources may no longer match the tracker's view.
-     * Every live SSTable Needle has no keys for becomes unknown (and is scanned), every SSTable
-     * that is no longer live goes: the sources are correct again, if less complete.
-     */
-    void changeFailed(INotification notification, Throwable t) {
-        metrics.failures.inc();
-        noSpam.error(
-                "Needle could not apply {} to {}; reconciling with the live SSTables",
-                notification.getClass().getSimpleName(),
-                qualifiedName(),
-                t);
-        reconcile();
-    }
-
-    void reconcile() {
-        List<Descriptor> toScan = new ArrayList<>();
-        synchronized (this) {
-            View tv = cfs.getTracker().getView();
-            java.util.Set<Descriptor> live = new java.util.HashSet<>();
-            for (SSTableReader r : tv.liveSSTables()) {
-                live.add(r.descriptor);
-            }
-            TableSources.Editor e = sources.edit();
-            // A memtable no longer in the tracker's view was flushed into SSTables that are in it
-            // (the tracker swaps them in one step), and so are represented below, or was dropped.
-            dropMemtablesNotIn(tv, e);
-            for (Descriptor d : e.descriptors()) {
-                if (!live.contains(d)) {
-                    e.removeSSTable(d);
-                }
-            }
-            for (Descriptor d : live) {
-                if (!e.has(d)) {
-                    e.markUnknown(d);
-                    toScan.add(d);
-                }
-            }
-            publish(e);
-        }
-        scans.enqueue(toScan);
-    }
-
-    /** Drops the key sets (and untracked marks) of memtables no longer in the tracker's view. */
-    static void dropMemtablesNotIn(View tv, TableSources.Editor e) {
-        java.util.Set<Memtable> inView = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        inView.addAll(tv.liveMemtables);
-        inView.addAll(tv.flushingMemtables);
-        for (Memtable m : e.memtablesAndUntracked()) {
-            if (!inView.contains(m)) {
-                e.removeMemtable(m);
-            }
-        }
-    }
-
     // ---- scans and builds --------------------------------------------------------------------
 
     boolean isOpen() {
@@ -417,7 +356,7 @@ public final class StorageFilter {
             }
         });
         if (wanted[0]) {
-            save(reader, keys);
+            saved.save(reader, keys);
         }
     }
 
@@ -434,264 +373,28 @@ public final class StorageFilter {
                 t);
     }
 
-    /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
-    void rebuildStarting(Collection<SSTableReader> readers) {
-        logger.info("Needle rebuilding {} from {} SSTables", qualifiedName(), readers.size());
-        update(e -> {
-            for (SSTableReader r : readers) {
-                if (e.has(r.descriptor)) {
-                    e.markUnknown(r.descriptor);
-                }
-            }
-        });
-        feedback.newEpoch();
-    }
-
-    /** A build Cassandra asked for: does this SSTable need it? (Not if a valid file was loaded for it, or it is known.) */
-    boolean needsBuild(SSTableReader r) {
-        TableSources v = sources;
-        return !changes.isPrepared(r.descriptor) && !v.sstables.containsKey(r.descriptor);
-    }
-
-    /** A build Cassandra asked for produced an SSTable's keys: live ones join the sources, others wait to go live. */
-    void built(SSTableReader reader, SSTableKeys keys) {
-        Descriptor d = reader.descriptor;
-        boolean[] live = {false};
-        update(e -> {
-            if (e.has(d)) {
-                e.putSSTable(d, keys);
-                live[0] = true;
-            }
-        });
-        if (!live[0]) {
-            changes.prepared(d, keys, false);
-        } else {
-            save(reader, keys);
-        }
-    }
-
-    /** A build stopped or failed before these SSTables: those that are live, and unknown, are scanned in the background. */
-    void buildUnfinished(List<Descriptor> left) {
-        List<Descriptor> unknown = new ArrayList<>();
-        TableSources v = sources;
-        for (Descriptor d : left) {
-            if (v.unknown.contains(d)) {
-                unknown.add(d);
-            }
-        }
-        scans.enqueue(unknown);
-    }
-
     public SecondaryIndexBuilder builder(Collection<SSTableReader> sstables, boolean fullRebuild) {
         return scans.builderFor(sstables, fullRebuild);
     }
 
-    /**
-     * SSTables about to go live without passing an observer (whole-SSTable streaming, import):
-     * loads each one's saved file if it has a valid one. With {@code buildMissing} (streaming,
-     * which Cassandra would otherwise fail) a missing or invalid file is replaced by a scan, here
-     * and now. Returns whether every SSTable is known; never throws.
-     */
-    public boolean validate(Collection<SSTableReader> sstables, boolean buildMissing) {
-        boolean complete = true;
-        for (SSTableReader r : sstables) {
-            reportArrivingKeys(r); // before they go live
-            if (changes.isPrepared(r.descriptor)) {
-                continue;
-            }
-            try {
-                changes.prepared(r.descriptor, component.read(r, options), true);
-                metrics.sstablesLoaded.inc();
-                continue;
-            } catch (NoSuchFileException e) {
-                // never built
-            } catch (IOException | RuntimeException e) {
-                logger.warn("Needle ignores the saved filter of {}: {}", r.descriptor, e.getMessage());
-            }
-            if (!buildMissing) {
-                complete = false;
-                continue;
-            }
-            try {
-                changes.prepared(r.descriptor, scans.scan(r, null, new SSTableScans.Progress(0)), false);
-            } catch (Throwable t) {
-                scanFailed(r, t); // it goes live unknown, and is scanned again in the background
-            }
-        }
-        return complete;
-    }
-
-    /** Saves an SSTable's keys as its component, in the background (a missing file only costs a scan after a restart). */
-    void save(SSTableReader reader, SSTableKeys keys) {
-        Ref<SSTableReader> ref = reader.tryRef(); // keeps the SSTable's files while the file is written beside them
-        if (ref == null) {
-            return;
-        }
-        Background.files(() -> {
-            try {
-                if (sources.closed || !sources.sstables.containsKey(reader.descriptor)) {
-                    return;
-                }
-                component.write(reader, keys);
-                component.register(currentReader(reader), cfs.getTracker());
-                metrics.sstablesSaved.inc();
-            } catch (IOException | RuntimeException e) {
-                metrics.failures.inc();
-                noSpam.warn(
-                        "Needle could not save the filter of {} ({}); it will be rebuilt after a restart",
-                        reader.descriptor,
-                        e.toString());
-            } finally {
-                ref.release();
-            }
-        });
-    }
-
-    private SSTableReader currentReader(SSTableReader reader) {
-        for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
-            if (r.descriptor.equals(reader.descriptor)) {
-                return r;
-            }
-        }
-        return reader;
-    }
-
     // ---- lifecycle ---------------------------------------------------------------------------
 
-    /**
-     * Called as the index registers, before it sees any write: the memtables of this moment may
-     * hold writes the index never saw, so nothing is skipped until each is flushed or proven empty.
-     */
+    /** Called as the index registers, before it sees any write ({@link Startup#registered}). */
     public void registered() {
-        View tv = cfs.getTracker().getView();
-        // While the node starts, nothing writes to an empty memtable before commit-log replay,
-        // which comes after the indexes register: those memtables need no flush.
-        boolean starting = StorageService.instance.isStarting();
-        update(e -> {
-            for (Memtable m : tv.liveMemtables) {
-                if (!starting || m.partitionCount() > 0) {
-                    e.untrack(m);
-                }
-            }
-            tv.flushingMemtables.forEach(e::untrack);
-        });
-        cfs.getTracker().subscribe(changes);
+        Startup.registered(this);
+    }
+
+    /** Loads or builds the keys of every live SSTable ({@link Startup#initialize}); returns when done. */
+    public void initialize() throws InterruptedException {
+        Startup.initialize(this);
     }
 
     /**
-     * Loads or builds the keys of every live SSTable, and makes sure no memtable holds a write the
-     * index did not see. Runs when the index is created and at node start, on Cassandra's index
-     * management thread; returns when the sources are complete (or what could not be read is logged).
+     * SSTables about to go live without passing an observer (whole-SSTable streaming, import):
+     * see {@link SavedKeys#validate}. Returns whether every SSTable is known; never throws.
      */
-    public void initialize() throws InterruptedException {
-        // Writes that began before the index was writable have finished after this barrier.
-        OpOrder.Barrier barrier = Keyspace.writeOrder.newBarrier();
-        barrier.issue();
-        barrier.await();
-        boolean flush = false;
-        synchronized (this) {
-            TableSources.Editor e = sources.edit();
-            for (Memtable m : sources.untracked) {
-                if (m.partitionCount() == 0 && m.isClean()) {
-                    e.removeMemtable(m); // empty after every earlier write finished: every later write is seen
-                } else {
-                    flush = true;
-                }
-            }
-            publish(e);
-        }
-        if (flush) {
-            cfs.forceBlockingFlush(ColumnFamilyStore.FlushReason.INDEX_BUILD_STARTED);
-        }
-        List<SSTableReader> toLoad = new ArrayList<>();
-        List<Descriptor> toScan = new ArrayList<>();
-        synchronized (this) {
-            TableSources.Editor e = sources.edit();
-            for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
-                if (!e.has(r.descriptor)) {
-                    e.markUnknown(r.descriptor);
-                    toLoad.add(r);
-                }
-            }
-            publish(e);
-        }
-        for (SSTableReader r : toLoad) {
-            SSTableKeys k = load(r);
-            if (k == null) {
-                toScan.add(r.descriptor);
-            } else {
-                update(e -> {
-                    if (e.isUnknown(r.descriptor)) {
-                        e.putSSTable(r.descriptor, k);
-                    }
-                });
-            }
-        }
-        removeLegacyFiles();
-        update(TableSources.Editor::initialized);
-        scans.enqueue(toScan);
-        try {
-            scans.drained().get(7, TimeUnit.DAYS);
-        } catch (ExecutionException | TimeoutException e) {
-            logger.warn("Needle build of {} did not complete: {}", qualifiedName(), e.toString());
-        }
-        TableSources v = sources;
-        logger.info(
-                "Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}",
-                indexName,
-                qualifiedName(),
-                options,
-                v.sstables.size(),
-                toLoad.size() - toScan.size(),
-                toScan.size(),
-                v.ready()
-                        ? "; ready"
-                        : "; not ready (" + v.unknown.size() + " SSTables unknown, " + v.untracked.size()
-                                + " memtables untracked)");
-    }
-
-    /** The saved keys of an SSTable, or null if there is no valid file for it. */
-    private SSTableKeys load(SSTableReader r) {
-        try {
-            SSTableKeys k = component.read(r, options);
-            metrics.sstablesLoaded.inc();
-            return k;
-        } catch (NoSuchFileException e) {
-            return null;
-        } catch (FilterFormatException e) {
-            logger.warn(
-                    "Needle filter file damaged or not of this SSTable, rebuilding it from the SSTable: {}",
-                    e.getMessage());
-            return null;
-        } catch (IOException | RuntimeException e) {
-            logger.warn(
-                    "Needle could not read the saved filter of {}, rebuilding it from the SSTable: {}",
-                    r.descriptor,
-                    e.toString());
-            return null;
-        }
-    }
-
-    /** Before the filters were SSTable components they lived in {@code <data>/../needle/}; that folder goes. */
-    private void removeLegacyFiles() {
-        try {
-            Path data = Path.of(DatabaseDescriptor.getAllDataFileLocations()[0]).toAbsolutePath();
-            Path legacy = (data.getParent() != null ? data.getParent() : data)
-                    .resolve("needle")
-                    .resolve(cfs.keyspace.getName())
-                    .resolve(cfs.name + "-" + cfs.metadata().id.toHexString());
-            if (java.nio.file.Files.isDirectory(legacy)) {
-                try (var walk = java.nio.file.Files.walk(legacy)) {
-                    for (Path p :
-                            walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                        java.nio.file.Files.deleteIfExists(p);
-                    }
-                }
-                logger.info("Needle removed the filters of an earlier version under {}", legacy);
-            }
-        } catch (IOException | RuntimeException e) {
-            logger.debug("could not remove legacy Needle files", e);
-        }
+    public boolean validate(Collection<SSTableReader> sstables, boolean buildMissing) {
+        return saved.validate(sstables, buildMissing);
     }
 
     /**
@@ -703,17 +406,7 @@ public final class StorageFilter {
         cfs.getTracker().unsubscribe(changes);
         metrics.release();
         if (dropFiles && cfs.isValid()) {
-            for (SSTableReader r : cfs.getTracker().getView().liveSSTables()) {
-                try {
-                    component.unregisterAndDelete(r, cfs.getTracker());
-                } catch (IOException | RuntimeException e) {
-                    logger.warn(
-                            "Needle could not remove {} of {}: {}",
-                            component.component.name,
-                            r.descriptor,
-                            e.toString());
-                }
-            }
+            saved.removeAll();
         }
     }
 
@@ -743,34 +436,13 @@ public final class StorageFilter {
     }
 
     public Component component() {
-        return component.component;
+        return saved.component.component;
     }
 
     // ---- statistics --------------------------------------------------------------------------
 
-    /** Numbers for metrics and the virtual table; each reads one TableSources. */
+    /** Numbers for metrics and the virtual table, from one TableSources. */
     public FilterStats stats() {
-        TableSources v = sources;
-        long bytes = 0, live = 0, deleted = 0, tombstones = 0, memKeys = 0;
-        for (SSTableKeys k : v.sstableArray()) {
-            bytes += k.filter.sizeInBytes();
-            live += k.filter.liveCount();
-            deleted += k.filter.deletedCount();
-            tombstones += k.tombstones.size();
-        }
-        for (MemtableKeys m : v.memtables) {
-            memKeys += m.size();
-        }
-        return new FilterStats(
-                v.ready(),
-                bytes,
-                live,
-                deleted,
-                memKeys,
-                tombstones,
-                feedback.size(),
-                v.sstables.size(),
-                v.unknown.size(),
-                v.untracked.size());
+        return FilterStats.of(sources, feedback.size());
     }
 }
