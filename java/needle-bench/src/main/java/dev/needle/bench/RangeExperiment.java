@@ -201,26 +201,7 @@ public record RangeExperiment(
     /** This experiment with its rows multiplied by {@code f} (for quick runs; the queries stay). */
     public RangeExperiment scaled(double f) {
         require(f > 0, "scale must be > 0, got " + f);
-        return new RangeExperiment(
-                name,
-                title,
-                reproduces,
-                variants,
-                Math.max(100, (int) Math.round(rows * f)),
-                columns,
-                valueBytes,
-                mixes,
-                queriesPerMix,
-                warmupQueries,
-                consistency,
-                scan,
-                loadThreads,
-                seed,
-                cluster,
-                zipf,
-                clients,
-                leafSizes,
-                saiBesideIndex);
+        return with(Math.max(100, (int) Math.round(rows * f)), mixes);
     }
 
     /** This experiment with only the mixes labelled {@code labels}, in the file's order (to run part of a sweep). */
@@ -228,6 +209,10 @@ public record RangeExperiment(
         List<String> known = mixes.stream().map(Mix::label).toList();
         List<String> unknown = labels.stream().filter(l -> !known.contains(l)).toList();
         require(unknown.isEmpty(), "no mix labelled " + String.join(", ", unknown) + "; the mixes are " + known);
+        return with(rows, mixes.stream().filter(m -> labels.contains(m.label())).toList());
+    }
+
+    private RangeExperiment with(int rows, List<Mix> mixes) {
         return new RangeExperiment(
                 name,
                 title,
@@ -236,7 +221,7 @@ public record RangeExperiment(
                 rows,
                 columns,
                 valueBytes,
-                mixes.stream().filter(m -> labels.contains(m.label())).toList(),
+                mixes,
                 queriesPerMix,
                 warmupQueries,
                 consistency,
