@@ -79,7 +79,7 @@ final class BenchCluster {
         }
         long deadline = System.nanoTime() + Duration.ofMinutes(30).toNanos();
         for (int node = 1; node <= nodes; node++) {
-            while (cluster.gauge(node, "org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
+            while (cluster.jmx(node).gauge("org.apache.cassandra.metrics:type=Compaction,name=PendingTasks") > 0) {
                 if (System.nanoTime() > deadline) {
                     throw new IllegalStateException("compactions still pending after 30 minutes; see 'needle-cluster "
                             + "nodetool " + node + " compactionstats'");
@@ -99,7 +99,7 @@ final class BenchCluster {
         long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
         for (int node = 1; node <= nodes; node++) {
             for (String table : needleTables) {
-                while (cluster.metric(node, keyspace, table, "Ready") != 1) {
+                while (cluster.jmx(node).metric(keyspace, table, "Ready") != 1) {
                     if (System.nanoTime() > deadline) {
                         throw new IllegalStateException("the Needle index on " + table + onNode(node)
                                 + " is not ready after 10 minutes; see the node's log (needle-cluster logs " + node
@@ -176,7 +176,7 @@ final class BenchCluster {
         }
         Files.writeString(Path.of("/proc/sys/vm/drop_caches"), "3\n", StandardOpenOption.WRITE);
         for (int node = 1; node <= nodes; node++) {
-            cluster.invalidateKeyCache(node);
+            cluster.jmx(node).invalidateKeyCache();
         }
     }
 
@@ -200,9 +200,8 @@ final class BenchCluster {
             }
             long sstables = 0;
             for (int node = 1; node <= nodes; node++) {
-                sstables += cluster.gauge(
-                        node,
-                        "org.apache.cassandra.metrics:type=Table,keyspace=" + keyspace + ",scope=" + t.getValue()
+                sstables += cluster.jmx(node)
+                        .gauge("org.apache.cassandra.metrics:type=Table,keyspace=" + keyspace + ",scope=" + t.getValue()
                                 + ",name=LiveSSTableCount");
             }
             out.put(t.getKey(), new PointResult.TableBytes(data, needle, sstables));

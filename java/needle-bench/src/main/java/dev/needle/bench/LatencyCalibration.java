@@ -103,10 +103,10 @@ final class LatencyCalibration {
                     for (int n = 1; n <= NODES && !profile.equals("raw"); n++) {
                         Map<String, Object> j = new LinkedHashMap<>();
                         j.put("node", n);
-                        j.put("messages", c.mbeanAttribute(n, LATENESS, "MessagesDelayed"));
-                        j.put("lateness_p50_us", c.mbeanAttribute(n, LATENESS, "LatenessP50Micros"));
-                        j.put("lateness_p99_us", c.mbeanAttribute(n, LATENESS, "LatenessP99Micros"));
-                        j.put("lateness_max_us", c.mbeanAttribute(n, LATENESS, "LatenessMaxMicros"));
+                        j.put("messages", c.jmx(n).get(LATENESS, "MessagesDelayed"));
+                        j.put("lateness_p50_us", c.jmx(n).get(LATENESS, "LatenessP50Micros"));
+                        j.put("lateness_p99_us", c.jmx(n).get(LATENESS, "LatenessP99Micros"));
+                        j.put("lateness_max_us", c.jmx(n).get(LATENESS, "LatenessMaxMicros"));
                         jitter.add(j);
                     }
                 }
@@ -188,7 +188,7 @@ final class LatencyCalibration {
             s.execute(select.bind(k)); // warm-up: connections, caches, JIT
         }
         for (int n = 1; n <= NODES && !profile.equals("raw"); n++) {
-            c.invokeMBean(n, LATENESS, "reset");
+            c.jmx(n).invoke(LATENESS, "reset");
         }
         Map<Integer, List<Long>> lat = new TreeMap<>();
         for (int round = 0; round < reads; round++) {

@@ -35,14 +35,14 @@ final class NeedleCounters {
                 throws IOException {
             long skipped = 0, passed = 0, nodeSkipped = 0, live = 0, stale = 0;
             for (int node = 1; node <= coordinators; node++) {
-                skipped += cluster.metric(node, keyspace, table, "LookupsSkipped");
-                passed += cluster.metric(node, keyspace, table, "LookupsPassed");
+                skipped += cluster.jmx(node).metric(keyspace, table, "LookupsSkipped");
+                passed += cluster.jmx(node).metric(keyspace, table, "LookupsPassed");
                 if (nodeFilters) {
                     // A skip is a skip, at ONE or at a quorum.
-                    nodeSkipped += cluster.metric(node, keyspace, table, "NodeSkipsOne")
-                            + cluster.metric(node, keyspace, table, "NodeSkipsQuorum");
-                    live += cluster.metric(node, keyspace, table, "NodePassedLive");
-                    stale += cluster.metric(node, keyspace, table, "NodePassedStale");
+                    nodeSkipped += cluster.jmx(node).metric(keyspace, table, "NodeSkipsOne")
+                            + cluster.jmx(node).metric(keyspace, table, "NodeSkipsQuorum");
+                    live += cluster.jmx(node).metric(keyspace, table, "NodePassedLive");
+                    stale += cluster.jmx(node).metric(keyspace, table, "NodePassedStale");
                 }
             }
             return nodeFilters
@@ -73,10 +73,10 @@ final class NeedleCounters {
         static Sync read(LocalCluster cluster, int nodes, String keyspace, String table) throws IOException {
             long changes = 0, batchBytes = 0, bytes = 0, snapshots = 0;
             for (int node = 1; node <= nodes; node++) {
-                changes += cluster.metric(node, keyspace, table, "NodeFilterChangesSent");
-                batchBytes += cluster.metric(node, keyspace, table, "NodeFilterBatchBytesSent");
-                bytes += cluster.metric(node, keyspace, table, "NodeFilterBytesSent");
-                snapshots += cluster.metric(node, keyspace, table, "NodeFilterSnapshotsSent");
+                changes += cluster.jmx(node).metric(keyspace, table, "NodeFilterChangesSent");
+                batchBytes += cluster.jmx(node).metric(keyspace, table, "NodeFilterBatchBytesSent");
+                bytes += cluster.jmx(node).metric(keyspace, table, "NodeFilterBytesSent");
+                snapshots += cluster.jmx(node).metric(keyspace, table, "NodeFilterSnapshotsSent");
             }
             return new Sync(changes, batchBytes, bytes, snapshots);
         }

@@ -246,7 +246,7 @@ final class StalenessProbe {
             routed.refreshSchema();
             long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
             for (int n = 1; n <= o.nodes(); n++) {
-                cluster.awaitReady(n, KEYSPACE, NEEDLE.table());
+                cluster.jmx(n).awaitReady(KEYSPACE, NEEDLE.table());
             }
             for (int n = 1; n <= o.nodes(); n++) {
                 BenchCluster.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), o.nodes(), deadline);
@@ -358,10 +358,10 @@ final class StalenessProbe {
             for (int n = 1; n <= o.nodes(); n++) {
                 String on = "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
                 Map<String, Object> m = new LinkedHashMap<>();
-                m.put("p50", round(((Number) cluster.mbeanAttribute(n, on, "50thPercentile")).doubleValue() / 1000));
-                m.put("p99", round(((Number) cluster.mbeanAttribute(n, on, "99thPercentile")).doubleValue() / 1000));
-                m.put("p99.9", round(((Number) cluster.mbeanAttribute(n, on, "999thPercentile")).doubleValue() / 1000));
-                m.put("max", round(((Number) cluster.mbeanAttribute(n, on, "Max")).doubleValue() / 1000));
+                m.put("p50", round(((Number) cluster.jmx(n).get(on, "50thPercentile")).doubleValue() / 1000));
+                m.put("p99", round(((Number) cluster.jmx(n).get(on, "99thPercentile")).doubleValue() / 1000));
+                m.put("p99.9", round(((Number) cluster.jmx(n).get(on, "999thPercentile")).doubleValue() / 1000));
+                m.put("max", round(((Number) cluster.jmx(n).get(on, "Max")).doubleValue() / 1000));
                 out.put("node" + n, m);
             }
             return out;

@@ -142,7 +142,7 @@ final class SyncCost {
     long[] needleCounters(Variant v, String name) throws IOException {
         long[] out = new long[nodes];
         for (int n = 1; n <= nodes; n++) {
-            out[n - 1] = cluster.metric(n, StalenessProbe.KEYSPACE, v.table(), name);
+            out[n - 1] = cluster.jmx(n).metric(StalenessProbe.KEYSPACE, v.table(), name);
         }
         return out;
     }

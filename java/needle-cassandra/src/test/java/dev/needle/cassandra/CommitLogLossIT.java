@@ -111,7 +111,8 @@ class CommitLogLossIT {
                         }
                     }
                 }
-                assertEquals(0, cluster.metric(1, "ks", "t", "Failures"), "Needle caught errors; see the node's log");
+                assertEquals(
+                        0, cluster.jmx(1).metric("ks", "t", "Failures"), "Needle caught errors; see the node's log");
             }
             long deleted = deletedSegments(cluster.nodeDir(1).resolve("logs"));
             System.out.println("CommitLogLossIT: " + ROUNDS + " crashes, " + deleted

@@ -73,7 +73,9 @@ class CommitLogReplayIT {
                                 "key " + pk + " after crash " + (round + 1));
                     }
                     assertEquals(
-                            0, cluster.metric(1, "ks", "t", "Failures"), "Needle caught errors; see the node's log");
+                            0,
+                            cluster.jmx(1).metric("ks", "t", "Failures"),
+                            "Needle caught errors; see the node's log");
                 }
                 String log = Files.readString(cluster.nodeDir(1).resolve("logs").resolve("system.log"));
                 Matcher m = REPLAYED.matcher(log);

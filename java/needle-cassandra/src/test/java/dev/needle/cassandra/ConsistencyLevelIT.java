@@ -8,6 +8,7 @@ import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.ResultSet;
 import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import dev.needle.testkit.TwinTables;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -103,16 +104,15 @@ class ConsistencyLevelIT {
             assertEquals(4, added);
             for (String table : new String[] {"needle", "twin"}) {
                 assertTrue(
-                        cluster.gauge(
-                                        added,
-                                        "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table
+                        cluster.jmx(added)
+                                        .gauge("org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table
                                                 + ",name=LiveSSTableCount")
                                 > 0,
                         "node 4 received no SSTable of ks." + table + " while bootstrapping");
             }
-            cluster.awaitReady(added, "ks", "needle");
+            cluster.jmx(added).awaitReady("ks", "needle");
             try (CqlSession s4 = cluster.session(added)) {
-                LocalCluster.LookupCounts counts = cluster.lookups(added, "ks", "needle", () -> {
+                NodeJmx.LookupCounts counts = cluster.jmx(added).lookups("ks", "needle", () -> {
                     for (int pk = 90; pk < 410; pk++) {
                         try {
                             t.compare(s4, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", pk);

@@ -146,7 +146,7 @@ class DifferentialIT {
                     long skipped = 0;
                     for (int n = 1; n <= nodes; n++) {
                         for (String ks : KEYSPACES) {
-                            skipped += c.metric(n, ks, "t", "LookupsSkipped");
+                            skipped += c.jmx(n).metric(ks, "t", "LookupsSkipped");
                         }
                     }
                     double seconds = (System.nanoTime() - t0) / 1e9;
@@ -438,14 +438,14 @@ class DifferentialIT {
 
         private void redistributeSummaries(int n) throws IOException {
             String mbean = "org.apache.cassandra.db:type=IndexSummaries";
-            Object capacity = cluster.jmxGet(n, mbean, "MemoryPoolCapacityInMB");
-            cluster.jmxSet(n, mbean, "MemoryPoolCapacityInMB", 0L);
+            Object capacity = cluster.jmx(n).get(mbean, "MemoryPoolCapacityInMB");
+            cluster.jmx(n).set(mbean, "MemoryPoolCapacityInMB", 0L);
             try {
-                cluster.jmxInvoke(n, mbean, "redistributeSummaries");
+                cluster.jmx(n).invoke(mbean, "redistributeSummaries");
             } finally {
-                cluster.jmxSet(n, mbean, "MemoryPoolCapacityInMB", capacity);
+                cluster.jmx(n).set(mbean, "MemoryPoolCapacityInMB", capacity);
             }
-            cluster.jmxInvoke(n, mbean, "redistributeSummaries");
+            cluster.jmx(n).invoke(mbean, "redistributeSummaries");
         }
 
         /**

@@ -174,7 +174,7 @@ class ModelBasedIT {
                 }
                 long skipped = 0;
                 for (int n = 1; n <= nodes; n++) {
-                    skipped += cluster.metric(n, "ks", "needle", "LookupsSkipped");
+                    skipped += cluster.jmx(n).metric("ks", "needle", "LookupsSkipped");
                 }
                 System.out.println("ModelBasedIT " + nodes + " node(s): " + ops + " operations, " + checks
                         + " partition reads compared, " + skipped + " reads skipped by Needle; " + losses);

@@ -119,7 +119,7 @@ class NodeFilterIT {
 
                 // Quiescent equivalence through node 1, which owns about a third of the keys.
                 int remoteAbsentOrDeleted = 0;
-                long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+                long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
                 for (int pk = -100; pk < 700; pk++) {
                     rf1.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
                     rf1.compare(s1, ConsistencyLevel.QUORUM, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
@@ -128,7 +128,7 @@ class NodeFilterIT {
                         remoteAbsentOrDeleted++;
                     }
                 }
-                long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+                long skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips0;
                 System.out.printf(
                         "NodeFilterIT: %d remote reads of absent or deleted keys, %d skipped by node filters%n",
                         remoteAbsentOrDeleted, skips);
@@ -138,10 +138,10 @@ class NodeFilterIT {
                         skips + " of " + remoteAbsentOrDeleted + " remote reads of absent or deleted keys skipped");
                 assertEquals(
                         0,
-                        cluster.metric(1, "ks1", "needle", "NodeSkipsQuorum"),
+                        cluster.jmx(1).metric("ks1", "needle", "NodeSkipsQuorum"),
                         "node_filter 'one' skipped at QUORUM");
-                long keys = cluster.metric(1, "ks1", "needle", "NodeFilterPublishedKeys");
-                long bytes = cluster.metric(1, "ks1", "needle", "NodeFilterPublishedBytes");
+                long keys = cluster.jmx(1).metric("ks1", "needle", "NodeFilterPublishedKeys");
+                long bytes = cluster.jmx(1).metric("ks1", "needle", "NodeFilterPublishedBytes");
                 assertTrue(
                         keys > 0 && bytes >= 16 * keys,
                         "node 1 publishes its keys from native memory, 16 bytes a key or more: " + keys + " keys, "
@@ -160,13 +160,13 @@ class NodeFilterIT {
                         "NodeFilterIT node %d, ks1.needle: %d changes sent in %d batch bytes (%.1f bytes per change),"
                                 + " %d snapshots, %d bytes sent in all, %d received%n",
                         n,
-                        cluster.metric(n, "ks1", "needle", "NodeFilterChangesSent"),
-                        cluster.metric(n, "ks1", "needle", "NodeFilterBatchBytesSent"),
-                        (double) cluster.metric(n, "ks1", "needle", "NodeFilterBatchBytesSent")
-                                / Math.max(1, cluster.metric(n, "ks1", "needle", "NodeFilterChangesSent")),
-                        cluster.metric(n, "ks1", "needle", "NodeFilterSnapshotsSent"),
-                        cluster.metric(n, "ks1", "needle", "NodeFilterBytesSent"),
-                        cluster.metric(n, "ks1", "needle", "NodeFilterBytesReceived"));
+                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterChangesSent"),
+                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBatchBytesSent"),
+                        (double) cluster.jmx(n).metric("ks1", "needle", "NodeFilterBatchBytesSent")
+                                / Math.max(1, cluster.jmx(n).metric("ks1", "needle", "NodeFilterChangesSent")),
+                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterSnapshotsSent"),
+                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBytesSent"),
+                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBytesReceived"));
             }
         }
     }
@@ -180,7 +180,7 @@ class NodeFilterIT {
         int added = cluster.addNode();
         try (CqlSession s1 = cluster.session(1)) {
             awaitTrustedCopies(s1, "ks1", "needle", 3);
-            long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+            long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
             int absentOnNew = 0;
             for (int pk = 0; pk < 700; pk++) {
                 t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
@@ -188,7 +188,7 @@ class NodeFilterIT {
                     absentOnNew++; // odd keys were truncated and not written again
                 }
             }
-            long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+            long skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips0;
             assertTrue(absentOnNew > 0, "node " + added + " owns none of the keys read");
             assertTrue(
                     skips >= absentOnNew, skips + " skipped; node " + added + " owns " + absentOnNew + " absent keys");
@@ -255,8 +255,8 @@ class NodeFilterIT {
         Thread.sleep(STALENESS_MILLIS + 1500); // past node 2's recent-write window (it does not matter for node 1)
         final int key = pk;
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
-        while (cluster.metric(1, "ks1", "needle", "NodeSkipsOne") == skips0) {
+        long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
+        while (cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") == skips0) {
             assertTrue(System.nanoTime() < deadline, "a key whose rows were all deleted was not skipped within 30 s");
             assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", key));
             Thread.sleep(100);
@@ -277,29 +277,29 @@ class NodeFilterIT {
             }
         }
         String faults = "dev.needle:type=FaultInjection";
-        cluster.jmxInvoke(2, faults, "arm", "sync.drop", 1);
+        cluster.jmx(2).invoke(faults, "arm", "sync.drop", 1);
         try {
             for (int pk : on2.subList(0, 15)) {
                 t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'unsynced')", pk);
             }
             Thread.sleep(STALENESS_MILLIS + 300);
-            long stale0 = cluster.metric(1, "ks1", "needle", "NodePassedStale");
+            long stale0 = cluster.jmx(1).metric("ks1", "needle", "NodePassedStale");
             for (int pk : on2) {
                 t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
             }
             assertEquals(
                     on2.size(),
-                    cluster.metric(1, "ks1", "needle", "NodePassedStale") - stale0,
+                    cluster.jmx(1).metric("ks1", "needle", "NodePassedStale") - stale0,
                     "reads of node 2's keys while its sync is lost, passed as stale");
         } finally {
-            cluster.jmxInvoke(2, faults, "disarmAll");
+            cluster.jmx(2).invoke(faults, "disarmAll");
         }
         awaitTrustedCopies(s1, "ks1", "needle", 2);
-        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
         for (int pk : on2) {
             t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
         }
-        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        long skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips0;
         assertTrue(skips >= 14, "once sync resumed, " + skips + " of 15 reads of absent keys skipped");
     }
 
@@ -325,11 +325,11 @@ class NodeFilterIT {
         }
         cluster.startNode(3);
         awaitTrustedCopies(s1, "ks1", "needle", 2);
-        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
         for (int pk : absentOn3) {
             t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
         }
-        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        long skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips0;
         assertTrue(
                 skips >= absentOn3.size() - 1, "after the restart " + skips + " of " + absentOn3.size() + " skipped");
     }
@@ -354,11 +354,11 @@ class NodeFilterIT {
                 "CREATE CUSTOM INDEX needle_idx ON ks1.needle () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
                         + INDEX_OPTIONS);
         awaitTrustedCopies(s1, "ks1", "needle", 2);
-        long skips0 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        long skips0 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
         for (int pk = 0; pk < 600; pk++) {
             t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
         }
-        long skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips0;
+        long skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips0;
         assertTrue(
                 skips > 100,
                 "after re-creating the index, " + skips + " of about 200 remote reads of truncated keys skipped");
@@ -372,11 +372,11 @@ class NodeFilterIT {
         }
         awaitTrustedCopies(s1, "ks1", "needle", 2);
         Thread.sleep(STALENESS_MILLIS + 200);
-        long skips1 = cluster.metric(1, "ks1", "needle", "NodeSkipsOne");
+        long skips1 = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne");
         for (int pk = 0; pk < 700; pk++) {
             t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
         }
-        skips = cluster.metric(1, "ks1", "needle", "NodeSkipsOne") - skips1;
+        skips = cluster.jmx(1).metric("ks1", "needle", "NodeSkipsOne") - skips1;
         assertTrue(skips > 100, "after re-creating the table, " + skips + " remote reads of absent keys skipped");
     }
 
@@ -398,8 +398,8 @@ class NodeFilterIT {
             awaitTrustedCopies(s1, "ks2", "needle", 2);
             Thread.sleep(STALENESS_MILLIS + 1500); // past node 1's own recent-write window
             final int key = pk;
-            long live0 = cluster.metric(1, "ks2", "needle", "NodePassedLive");
-            long skips0 = cluster.metric(1, "ks2", "needle", "NodeSkipsOne");
+            long live0 = cluster.jmx(1).metric("ks2", "needle", "NodePassedLive");
+            long skips0 = cluster.jmx(1).metric("ks2", "needle", "NodeSkipsOne");
             for (int i = 0; i < 20; i++) {
                 List<String> rows = TwinTables.read(
                         s1,
@@ -409,14 +409,14 @@ class NodeFilterIT {
             }
             assertEquals(
                     0,
-                    cluster.metric(1, "ks2", "needle", "NodeSkipsOne") - skips0,
+                    cluster.jmx(1).metric("ks2", "needle", "NodeSkipsOne") - skips0,
                     "a key live on one of its replicas was skipped");
-            assertEquals(20, cluster.metric(1, "ks2", "needle", "NodePassedLive") - live0);
+            assertEquals(20, cluster.jmx(1).metric("ks2", "needle", "NodePassedLive") - live0);
             // Repair streams the tombstone to node 3; its storage filter learns it from the streamed
             // SSTable, its node filter removes the key, and node 1 skips the key from then on.
             cluster.nodetool(3, "repair", "-full", "ks2");
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (cluster.metric(1, "ks2", "needle", "NodeSkipsOne") == skips0) {
+            while (cluster.jmx(1).metric("ks2", "needle", "NodeSkipsOne") == skips0) {
                 assertTrue(System.nanoTime() < deadline, "the key was not skipped within 60 s of the repair");
                 assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", key));
                 Thread.sleep(200);

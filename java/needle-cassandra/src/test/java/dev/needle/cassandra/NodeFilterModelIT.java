@@ -103,7 +103,8 @@ class NodeFilterModelIT {
                 long skipped = 0;
                 for (int n = 1; n <= nodes; n++) {
                     for (String ks : KEYSPACES) {
-                        skipped += c.metric(n, ks, "t", "NodeSkipsOne") + c.metric(n, ks, "t", "NodeSkipsQuorum");
+                        skipped += c.jmx(n).metric(ks, "t", "NodeSkipsOne")
+                                + c.jmx(n).metric(ks, "t", "NodeSkipsQuorum");
                     }
                 }
                 double seconds = (System.nanoTime() - t0) / 1e9;

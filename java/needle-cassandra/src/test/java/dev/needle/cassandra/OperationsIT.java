@@ -77,12 +77,12 @@ class OperationsIT {
     }
 
     private static long metric(String table, String name) throws IOException {
-        return cluster.metric(1, "ks", table, name);
+        return cluster.jmx(1).metric("ks", table, name);
     }
 
     private static long liveSSTables(String table) throws IOException {
-        return cluster.gauge(
-                1, "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table + ",name=LiveSSTableCount");
+        return cluster.jmx(1)
+                .gauge("org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=" + table + ",name=LiveSSTableCount");
     }
 
     @Test
@@ -92,11 +92,11 @@ class OperationsIT {
             load(t, part * 100, part * 100 + 100);
             cluster.flush(1, "ks");
         }
-        cluster.awaitReady(1, "ks", "rebuilt");
+        cluster.jmx(1).awaitReady("ks", "rebuilt");
         long scanned = metric("rebuilt", "SSTablesScanned");
         long sstables = liveSSTables("rebuilt");
         cluster.nodetool(1, "rebuild_index", "ks", "rebuilt", "rebuilt_needle");
-        cluster.awaitReady(1, "ks", "rebuilt");
+        cluster.jmx(1).awaitReady("ks", "rebuilt");
         assertEquals(scanned + sstables, metric("rebuilt", "SSTablesScanned"), "every SSTable is read again");
         compareAll(t, 300);
         Lookups.assertSkipped(
@@ -139,14 +139,14 @@ class OperationsIT {
         TwinTables t = twins("carried", "");
         load(t, 0, 200);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "carried");
-        cluster.awaitMetric(
-                1,
-                "ks",
-                "carried",
-                "SSTablesSaved",
-                v -> v >= liveSSTablesUnchecked("carried"),
-                Duration.ofSeconds(30));
+        cluster.jmx(1).awaitReady("ks", "carried");
+        cluster.jmx(1)
+                .awaitMetric(
+                        "ks",
+                        "carried",
+                        "SSTablesSaved",
+                        v -> v >= liveSSTablesUnchecked("carried"),
+                        Duration.ofSeconds(30));
         cluster.nodetool(1, "snapshot", "-t", "carried", "ks");
         t.schema(session, "TRUNCATE %s");
         long loaded = metric("carried", "SSTablesLoaded");
@@ -190,7 +190,7 @@ class OperationsIT {
         assertTrue(sstables >= count, sstables + " SSTables");
         // The index arrives after them: every one is scanned, none is dropped.
         session.execute("CREATE CUSTOM INDEX many_needle ON ks.many () USING 'dev.needle.cassandra.NeedleIndex'");
-        cluster.awaitMetric(1, "ks", "many", "Ready", v -> v == 1, Duration.ofMinutes(10));
+        cluster.jmx(1).awaitMetric("ks", "many", "Ready", v -> v == 1, Duration.ofMinutes(10));
         assertEquals(sstables, metric("many", "SSTablesScanned"));
         assertEquals(sstables, metric("many", "SSTablesWithFilter"));
         compareAll(t, count);
@@ -201,7 +201,7 @@ class OperationsIT {
         TwinTables t = twins("viewed", "");
         load(t, 0, 40);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "viewed");
+        cluster.jmx(1).awaitReady("ks", "viewed");
         Row row = session.execute(
                         "SELECT * FROM needle_views.storage_filters WHERE keyspace_name = 'ks' AND table_name = 'viewed'")
                 .one();
@@ -228,7 +228,7 @@ class OperationsIT {
                 twins("faulty", " WITH compaction = {'class': 'SizeTieredCompactionStrategy', 'enabled': 'false'}");
         load(t, 0, 100);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         long failures = metric("faulty", "Failures");
 
         // While an SSTable is flushed and while SSTables are compacted: the observer fails, the
@@ -237,12 +237,12 @@ class OperationsIT {
         arm("observer", 1);
         load(t, 100, 200);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         assertTrue(metric("faulty", "SSTablesScanned") > scanned, "the flushed SSTable was scanned");
         compareAll(t, 200);
         arm("observer", 1);
         cluster.compact(1, "ks", "faulty");
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         assertEquals(1, liveSSTables("faulty"));
         compareAll(t, 200);
 
@@ -253,7 +253,7 @@ class OperationsIT {
         compareAll(t, 200);
         t.compare(session, ONE, "SELECT pk, ck, v FROM %s WHERE pk = ?", 1000);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         assertEquals(
                 List.of("[pk:1000, ck:0, v:'late']"),
                 t.compare(session, ONE, "SELECT pk, ck, v FROM %s WHERE pk = ?", 1000));
@@ -262,7 +262,7 @@ class OperationsIT {
         arm("notification", 1);
         load(t, 200, 250);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         compareAll(t, 250);
 
         // A scan fails during a rebuild: that SSTable stays unknown (nothing is skipped) and is
@@ -272,19 +272,19 @@ class OperationsIT {
         cluster.nodetool(1, "rebuild_index", "ks", "faulty", "faulty_needle");
         assertEquals(before + 1, metric("faulty", "Failures"));
         compareAll(t, 250);
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         compareAll(t, 250);
 
         // Saving filters fails: they are rebuilt after a restart.
         arm("save", 1_000);
         load(t, 250, 300);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "faulty");
-        cluster.awaitMetric(1, "ks", "faulty", "Failures", v -> v >= failures + 6, Duration.ofSeconds(30));
-        cluster.jmxInvoke(1, FAULTS, "disarmAll");
+        cluster.jmx(1).awaitReady("ks", "faulty");
+        cluster.jmx(1).awaitMetric("ks", "faulty", "Failures", v -> v >= failures + 6, Duration.ofSeconds(30));
+        cluster.jmx(1).invoke(FAULTS, "disarmAll");
         assertTrue(metric("faulty", "Failures") >= failures + 6, "each injected error is counted");
         cluster.restart(1);
-        cluster.awaitReady(1, "ks", "faulty");
+        cluster.jmx(1).awaitReady("ks", "faulty");
         assertTrue(metric("faulty", "SSTablesScanned") >= 1, "the SSTable whose filter was not saved was scanned");
         compareAll(t, 300);
         Lookups.assertSkipped(
@@ -308,7 +308,7 @@ class OperationsIT {
     }
 
     private static void arm(String point, int times) throws IOException {
-        cluster.jmxInvoke(1, FAULTS, "arm", point, times);
+        cluster.jmx(1).invoke(FAULTS, "arm", point, times);
     }
 
     private static long liveSSTablesUnchecked(String table) {

@@ -266,11 +266,11 @@ class RangeScanIT {
         // indexes is SAI's, not a plan of Needle's index (SAI's own query counter, every node).
         long saiQueries = 0;
         for (int n = 1; n <= 3; n++) {
-            saiQueries += ((Number) cluster.jmxGet(
-                            n,
-                            "org.apache.cassandra.metrics:type=StorageAttachedIndex,keyspace=rq,table=data_rix,"
-                                    + "scope=TableQueryMetrics,name=TotalQueriesCompleted",
-                            "Count"))
+            saiQueries += ((Number) cluster.jmx(n)
+                            .get(
+                                    "org.apache.cassandra.metrics:type=StorageAttachedIndex,keyspace=rq,table=data_rix,"
+                                            + "scope=TableQueryMetrics,name=TotalQueriesCompleted",
+                                    "Count"))
                     .longValue();
         }
         assertTrue(saiQueries > 0, "SAI's own counter of the queries it answered on rq.data_rix is 0");

@@ -27,7 +27,7 @@ class RestartIT {
     }
 
     private static void waitFor(LocalCluster c, String metric, long atLeast) throws Exception {
-        c.awaitMetric(1, "ks", "t", metric, v -> v >= atLeast, java.time.Duration.ofMinutes(1));
+        c.jmx(1).awaitMetric("ks", "t", metric, v -> v >= atLeast, java.time.Duration.ofMinutes(1));
     }
 
     @Test
@@ -76,8 +76,8 @@ class RestartIT {
             // Graceful restart: saved filters are loaded, none rebuilt.
             cluster.restart(1);
             waitFor(cluster, "Ready", 1);
-            assertTrue(cluster.metric(1, "ks", "t", "SSTablesLoaded") >= 1);
-            assertEquals(0, cluster.metric(1, "ks", "t", "SSTablesScanned"));
+            assertTrue(cluster.jmx(1).metric("ks", "t", "SSTablesLoaded") >= 1);
+            assertEquals(0, cluster.jmx(1).metric("ks", "t", "SSTablesScanned"));
             try (CqlSession s = cluster.session(1)) {
                 Lookups.assertSkipped(
                         cluster,
@@ -127,7 +127,7 @@ class RestartIT {
             }
             cluster.startNode(1);
             waitFor(cluster, "Ready", 1);
-            assertTrue(cluster.metric(1, "ks", "t", "SSTablesScanned") >= files.size());
+            assertTrue(cluster.jmx(1).metric("ks", "t", "SSTablesScanned") >= files.size());
             try (CqlSession s = cluster.session(1)) {
                 Lookups.assertSkipped(
                         cluster,

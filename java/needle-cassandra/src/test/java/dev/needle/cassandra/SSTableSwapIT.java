@@ -72,11 +72,11 @@ class SSTableSwapIT {
         TwinTables t = twins("resized");
         load(t, 0, 400, 50);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "resized");
+        cluster.jmx(1).awaitReady("ks", "resized");
         session.execute("ALTER TABLE ks.resized WITH min_index_interval = 256");
         session.execute("ALTER TABLE ks.resized_twin WITH min_index_interval = 256");
-        cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
-        cluster.awaitReady(1, "ks", "resized");
+        cluster.jmx(1).invoke(SUMMARIES, "redistributeSummaries");
+        cluster.jmx(1).awaitReady("ks", "resized");
         compareAll(t, 0, 450);
     }
 
@@ -85,19 +85,19 @@ class SSTableSwapIT {
         TwinTables t = twins("pressed");
         load(t, 0, 400, 50);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "pressed");
-        Object capacity = cluster.jmxGet(1, SUMMARIES, "MemoryPoolCapacityInMB");
-        cluster.jmxSet(1, SUMMARIES, "MemoryPoolCapacityInMB", 0L);
+        cluster.jmx(1).awaitReady("ks", "pressed");
+        Object capacity = cluster.jmx(1).get(SUMMARIES, "MemoryPoolCapacityInMB");
+        cluster.jmx(1).set(SUMMARIES, "MemoryPoolCapacityInMB", 0L);
         try {
-            cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
+            cluster.jmx(1).invoke(SUMMARIES, "redistributeSummaries");
         } finally {
-            cluster.jmxSet(1, SUMMARIES, "MemoryPoolCapacityInMB", capacity);
+            cluster.jmx(1).set(SUMMARIES, "MemoryPoolCapacityInMB", capacity);
         }
-        cluster.awaitReady(1, "ks", "pressed");
+        cluster.jmx(1).awaitReady("ks", "pressed");
         compareAll(t, 0, 450);
         // and once more with the pool back to its size: summaries are resampled upwards
-        cluster.jmxInvoke(1, SUMMARIES, "redistributeSummaries");
-        cluster.awaitReady(1, "ks", "pressed");
+        cluster.jmx(1).invoke(SUMMARIES, "redistributeSummaries");
+        cluster.jmx(1).awaitReady("ks", "pressed");
         compareAll(t, 0, 450);
     }
 
@@ -109,7 +109,7 @@ class SSTableSwapIT {
         cluster.flush(1, "ks");
         load(t, 8_000, 16_000, 1_000);
         cluster.flush(1, "ks");
-        cluster.awaitReady(1, "ks", "aborted");
+        cluster.jmx(1).awaitReady("ks", "aborted");
         String liveCount = "org.apache.cassandra.metrics:type=Table,keyspace=ks,scope=aborted,name=LiveSSTableCount";
         cluster.nodetool(1, "setcompactionthroughput", "1");
         try {
@@ -125,9 +125,12 @@ class SSTableSwapIT {
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             boolean stopped = false;
             while (System.nanoTime() < deadline && !stopped && compaction.isAlive()) {
-                if (cluster.gauge(1, liveCount) == 3) {
-                    cluster.jmxInvoke(
-                            1, "org.apache.cassandra.db:type=CompactionManager", "stopCompaction", "MAJOR_COMPACTION");
+                if (cluster.jmx(1).gauge(liveCount) == 3) {
+                    cluster.jmx(1)
+                            .invoke(
+                                    "org.apache.cassandra.db:type=CompactionManager",
+                                    "stopCompaction",
+                                    "MAJOR_COMPACTION");
                     stopped = true;
                 }
                 Thread.sleep(20);
@@ -137,8 +140,9 @@ class SSTableSwapIT {
         } finally {
             cluster.nodetool(1, "setcompactionthroughput", "64");
         }
-        assertEquals(2, cluster.gauge(1, liveCount), "the aborted compaction should leave the two original SSTables");
-        cluster.awaitReady(1, "ks", "aborted");
+        assertEquals(
+                2, cluster.jmx(1).gauge(liveCount), "the aborted compaction should leave the two original SSTables");
+        cluster.jmx(1).awaitReady("ks", "aborted");
         compareAll(t, 0, 16_100);
     }
 }

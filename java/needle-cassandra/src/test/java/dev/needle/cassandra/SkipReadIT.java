@@ -13,6 +13,7 @@ import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.datastax.oss.driver.api.core.cql.TraceEvent;
 import com.datastax.oss.driver.api.core.servererrors.QueryValidationException;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -92,7 +93,7 @@ class SkipReadIT {
                     () -> assertEquals(3, select(50, false).all().size()));
         }
         assertTrue(skippedPerTrace(select(5000, true)), "a skipped read carries its trace event");
-        assertTrue(cluster.metric(1, "ks", "t", "FilterBytes") > 0);
+        assertTrue(cluster.jmx(1).metric("ks", "t", "FilterBytes") > 0);
     }
 
     @Test
@@ -114,13 +115,13 @@ class SkipReadIT {
                 .one()
                 .getLong(0);
         assertEquals(0, count, "an aggregate over an absent partition still returns its row");
-        LocalCluster.LookupCounts quorum = cluster.lookups(
-                1,
-                "ks",
-                "t",
-                () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998")
-                        .setConsistencyLevel(ConsistencyLevel.QUORUM)));
-        assertEquals(new LocalCluster.LookupCounts(0, 1), quorum, "a QUORUM read was skipped");
+        NodeJmx.LookupCounts quorum = cluster.jmx(1)
+                .lookups(
+                        "ks",
+                        "t",
+                        () -> session.execute(SimpleStatement.newInstance("SELECT * FROM ks.t WHERE pk = 99998")
+                                .setConsistencyLevel(ConsistencyLevel.QUORUM)));
+        assertEquals(new NodeJmx.LookupCounts(0, 1), quorum, "a QUORUM read was skipped");
     }
 
     @Test
@@ -178,6 +179,6 @@ class SkipReadIT {
     }
 
     private static void waitReady(String table) throws Exception {
-        cluster.awaitReady(1, "ks", table);
+        cluster.jmx(1).awaitReady("ks", table);
     }
 }

@@ -43,7 +43,7 @@ class SnapshotRestoreIT {
                     t.write(s, ONE, "INSERT INTO %s (k, v) VALUES (?, ?)", k, k);
                 }
                 cluster.flush(1, "ks");
-                cluster.awaitReady(1, "ks", "t");
+                cluster.jmx(1).awaitReady("ks", "t");
                 for (int k = 0; k < 160; k++) {
                     t.compare(s, ONE, "SELECT k, v FROM %s WHERE k = ?", k);
                 }
@@ -53,7 +53,7 @@ class SnapshotRestoreIT {
                 restore(cluster, table, "restore1");
             }
             cluster.startNode(1);
-            cluster.awaitReady(1, "ks", "t");
+            cluster.jmx(1).awaitReady("ks", "t");
             try (CqlSession s = cluster.session(1)) {
                 for (int k = 0; k < 160; k++) {
                     List<String> rows = t.compare(s, ONE, "SELECT k, v FROM %s WHERE k = ?", k);

@@ -17,12 +17,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import javax.management.JMException;
-import javax.management.MBeanServerConnection;
-import javax.management.ObjectName;
-import javax.management.remote.JMXConnector;
-import javax.management.remote.JMXConnectorFactory;
-import javax.management.remote.JMXServiceURL;
 
 /**
  * A real Cassandra cluster on 127.0.K.1..N with the Needle jar on every node, driven through
@@ -180,7 +174,7 @@ public final class LocalCluster implements AutoCloseable {
      * (a nodetool process costs about a second to start, and the randomized tests flush often).
      */
     public void flush(int node, String keyspace, String... tables) throws IOException {
-        jmxInvoke(node, STORAGE_SERVICE, "forceKeyspaceFlush", keyspace, tables);
+        jmx(node).invoke(STORAGE_SERVICE, "forceKeyspaceFlush", keyspace, tables);
     }
 
     /**
@@ -188,7 +182,7 @@ public final class LocalCluster implements AutoCloseable {
      * node, as {@code nodetool compact} runs it (over JMX, as {@link #flush}).
      */
     public void compact(int node, String keyspace, String... tables) throws IOException {
-        jmxInvoke(node, STORAGE_SERVICE, "forceKeyspaceCompaction", false, keyspace, tables);
+        jmx(node).invoke(STORAGE_SERVICE, "forceKeyspaceCompaction", false, keyspace, tables);
     }
 
     /** Runs {@code nodetool ARGS} against one node; returns its output, throws if it fails. */
@@ -283,183 +277,9 @@ public final class LocalCluster implements AutoCloseable {
         return session;
     }
 
-    /** A Needle metric of a table on one node, over JMX (a counter's count or a gauge's value). */
-    public long metric(int node, String keyspace, String table, String name) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            MBeanServerConnection mbs = c.getMBeanServerConnection();
-            ObjectName on = new ObjectName("org.apache.cassandra.metrics:type=Needle,keyspace=" + keyspace + ",scope="
-                    + table + ",name=" + name);
-            boolean counter = Arrays.stream(mbs.getMBeanInfo(on).getAttributes())
-                    .anyMatch(a -> a.getName().equals("Count"));
-            return ((Number) mbs.getAttribute(on, counter ? "Count" : "Value")).longValue();
-        } catch (JMException e) {
-            throw new IOException(
-                    "metric " + name + " of " + keyspace + "." + table + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** An attribute of any MBean of one node, over JMX (e.g. the test-hooks agent's {@code dev.needle.testhooks:type=Latency}). */
-    public Object mbeanAttribute(int node, String objectName, String attribute) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            return c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), attribute);
-        } catch (JMException e) {
-            throw new IOException(objectName + " " + attribute + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** Invokes an operation without arguments of an MBean of one node, over JMX. */
-    public Object invokeMBean(int node, String objectName, String operation) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            return c.getMBeanServerConnection()
-                    .invoke(new ObjectName(objectName), operation, new Object[0], new String[0]);
-        } catch (JMException e) {
-            throw new IOException(objectName + " " + operation + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /**
-     * Polls a Needle metric until {@code condition} holds for its value, for at most {@code timeout};
-     * returns the value. A metric that is not registered yet (the index is still registering) counts
-     * as not holding. Throws an AssertionError naming the metric and its last value on timeout.
-     */
-    public long awaitMetric(
-            int node,
-            String keyspace,
-            String table,
-            String name,
-            java.util.function.LongPredicate condition,
-            Duration timeout)
-            throws IOException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        Long last = null;
-        IOException lastError = null;
-        while (true) {
-            try {
-                last = metric(node, keyspace, table, name);
-                if (condition.test(last)) {
-                    return last;
-                }
-            } catch (IOException e) {
-                lastError = e;
-            }
-            if (System.nanoTime() > deadline) {
-                AssertionError e =
-                        new AssertionError("Needle metric " + name + " of " + keyspace + "." + table + " on node "
-                                + node + " did not reach the expected value within " + timeout
-                                + (last == null ? " (never read)" : "; last value " + last));
-                if (last == null && lastError != null) {
-                    e.initCause(lastError);
-                }
-                throw e;
-            }
-            try {
-                Thread.sleep(100);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                throw new IOException(ie);
-            }
-        }
-    }
-
-    /** Something to run between two readings of Needle's lookup counters. */
-    @FunctionalInterface
-    public interface Action {
-        void run() throws Exception;
-    }
-
-    /** How many lookups of a table Needle skipped and passed on one node while {@code action} ran. */
-    public record LookupCounts(long skipped, long passed) {}
-
-    /**
-     * Runs {@code action} and returns the change of the table's {@code LookupsSkipped} and {@code
-     * LookupsPassed} on {@code node}: exact when nothing else reads that table through that node.
-     */
-    public LookupCounts lookups(int node, String keyspace, String table, Action action) throws Exception {
-        long s0 = metric(node, keyspace, table, "LookupsSkipped");
-        long p0 = metric(node, keyspace, table, "LookupsPassed");
-        action.run();
-        return new LookupCounts(
-                metric(node, keyspace, table, "LookupsSkipped") - s0,
-                metric(node, keyspace, table, "LookupsPassed") - p0);
-    }
-
-    /** Waits until the Needle index of a table on one node is ready (skipping), for at most two minutes. */
-    public void awaitReady(int node, String keyspace, String table) throws IOException {
-        awaitMetric(node, keyspace, table, "Ready", v -> v == 1, Duration.ofMinutes(2));
-    }
-
-    /**
-     * Invokes a JMX operation of a node (arguments of primitive types, String or String[]); returns
-     * its result.
-     */
-    public Object jmxInvoke(int node, String objectName, String operation, Object... args) throws IOException {
-        String[] signature = new String[args.length];
-        for (int i = 0; i < args.length; i++) {
-            Object a = args[i];
-            signature[i] = a instanceof Integer
-                    ? "int"
-                    : a instanceof Long
-                            ? "long"
-                            : a instanceof Boolean
-                                    ? "boolean"
-                                    : a instanceof Double
-                                            ? "double"
-                                            : a.getClass().getName();
-        }
-        try (JMXConnector c = jmx(node)) {
-            return c.getMBeanServerConnection().invoke(new ObjectName(objectName), operation, args, signature);
-        } catch (JMException e) {
-            throw new IOException("JMX " + objectName + " " + operation + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** Reads a JMX attribute of a node. */
-    public Object jmxGet(int node, String objectName, String attribute) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            return c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), attribute);
-        } catch (JMException e) {
-            throw new IOException("JMX " + objectName + " " + attribute + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** Sets a JMX attribute of a node. */
-    public void jmxSet(int node, String objectName, String attribute, Object value) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            c.getMBeanServerConnection()
-                    .setAttribute(new ObjectName(objectName), new javax.management.Attribute(attribute, value));
-        } catch (JMException e) {
-            throw new IOException("JMX " + objectName + " " + attribute + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** The value of any numeric JMX gauge of a node (e.g. Cassandra's compaction or table metrics). */
-    public long gauge(int node, String objectName) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            return ((Number) c.getMBeanServerConnection().getAttribute(new ObjectName(objectName), "Value"))
-                    .longValue();
-        } catch (JMException e) {
-            throw new IOException("JMX " + objectName + " on node " + node + ": " + e, e);
-        }
-    }
-
-    /** Empties the node's key cache (Cassandra's own cache of partition index positions). */
-    public void invalidateKeyCache(int node) throws IOException {
-        try (JMXConnector c = jmx(node)) {
-            c.getMBeanServerConnection()
-                    .invoke(
-                            new ObjectName("org.apache.cassandra.db:type=Caches"),
-                            "invalidateKeyCache",
-                            new Object[0],
-                            new String[0]);
-        } catch (JMException e) {
-            throw new IOException("invalidating the key cache of node " + node + ": " + e, e);
-        }
-    }
-
-    /** A JMX connection to a node, at the port the cluster tool gave it (cluster.json's ports.jmx). */
-    private JMXConnector jmx(int node) throws IOException {
-        return JMXConnectorFactory.connect(new JMXServiceURL("service:jmx:rmi:///jndi/rmi://127.0.0.1:"
-                + described(node, "ports", "jmx").asInt() + "/jmxrmi"));
+    /** Node {@code node} through JMX, at the port the cluster tool gave it (cluster.json's ports.jmx). */
+    public NodeJmx jmx(int node) throws IOException {
+        return new NodeJmx(node, described(node, "ports", "jmx").asInt());
     }
 
     /** Node {@code node}'s address (cluster.json's addresses), e.g. {@code 127.0.0.2}. */

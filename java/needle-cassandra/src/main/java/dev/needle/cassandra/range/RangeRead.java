@@ -1,9 +1,5 @@
 package dev.needle.cassandra.range;
 
-import java.io.ByteArrayOutputStream;
-import java.io.DataOutputStream;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -23,13 +19,11 @@ import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.db.rows.RowIterator;
-import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.messages.ResultMessage;
-import org.apache.cassandra.utils.ByteBufferUtil;
 
 /**
  * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
@@ -73,9 +67,6 @@ public final class RangeRead {
             return new Progress(rows + pageRows, nanos + pageNanos);
         }
     }
-
-    /** Where a paged query goes on: after this entry, with what its earlier pages did (null if unknown). */
-    record Continuation(EntryCursor.Position after, Progress before) {}
 
     /** The value bounds of the statement's restrictions on the indexed column; null if it has none. */
     public static EntryCursor.Bound[] bounds(RangeIndex index, RowFilter filter) {
@@ -150,7 +141,7 @@ public final class RangeRead {
         Progress before = new Progress(0, 0);
         int remaining = userLimit;
         if (paging != null) {
-            Continuation c = decode(paging.partitionKey);
+            IndexPagingState.Continuation c = IndexPagingState.decode(paging.partitionKey);
             after = c.after();
             before = c.before();
             remaining = paging.remaining;
@@ -251,7 +242,7 @@ public final class RangeRead {
         ResultSet rs = result.build();
         Progress query = before == null ? null : before.plus(emitted, System.nanoTime() - began);
         if (emitted == want && more && remaining - emitted > 0 && last != null) {
-            ByteBuffer position = encode(last, query);
+            ByteBuffer position = IndexPagingState.encode(last, query);
             rs.metadata.setHasMorePages(new PagingState(position, null, remaining - emitted, Integer.MAX_VALUE));
         }
         return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads), query);
@@ -358,86 +349,5 @@ public final class RangeRead {
 
         @Override
         public void close() {}
-    }
-
-    /**
-     * The first bytes of the position an index answer's paging state holds. Format 2 adds the
-     * query's {@link Progress} after the entry; format 1 (without it) is still read, from pages
-     * handed out before an upgrade.
-     */
-    private static final byte[] MAGIC = {'N', 'X', 'R', 2};
-
-    private static final byte FORMAT_1 = 1;
-
-    /**
-     * Whether a paging state's key is an index position (so the query was answered by the index
-     * and goes on from there), not a partition key of Cassandra's own paging.
-     */
-    public static boolean isIndexPosition(ByteBuffer key) {
-        if (key == null || key.remaining() < MAGIC.length + 12) {
-            return false;
-        }
-        for (int i = 0; i < MAGIC.length - 1; i++) {
-            if (key.get(key.position() + i) != MAGIC[i]) {
-                return false;
-            }
-        }
-        byte format = key.get(key.position() + MAGIC.length - 1);
-        return format == FORMAT_1 || format == MAGIC[MAGIC.length - 1];
-    }
-
-    /**
-     * The paging state's payload: the last entry read (value, partition key, clustering),
-     * length-prefixed, then the query's progress (rows, nanoseconds; -1 when unknown).
-     */
-    static ByteBuffer encode(EntryCursor.Position p, Progress query) {
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (DataOutputStream out = new DataOutputStream(bytes)) {
-            out.write(MAGIC); // tells this paging state from Cassandra's (see isIndexPosition)
-            for (ByteBuffer b : new ByteBuffer[] {p.value(), p.pk(), p.ck()}) {
-                out.writeInt(b.remaining());
-                out.write(ByteBufferUtil.getArray(b));
-            }
-            out.writeLong(query == null ? -1 : query.rows());
-            out.writeLong(query == null ? -1 : query.nanos());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        return ByteBuffer.wrap(bytes.toByteArray());
-    }
-
-    static Continuation decode(ByteBuffer state) {
-        ByteBuffer b = state.duplicate();
-        try {
-            if (!isIndexPosition(b)) {
-                throw new InvalidRequestException("not a paging state of a Needle range query");
-            }
-            byte format = b.get(b.position() + MAGIC.length - 1);
-            b.position(b.position() + MAGIC.length);
-            ByteBuffer[] parts = new ByteBuffer[3];
-            for (int i = 0; i < 3; i++) {
-                int n = b.getInt();
-                ByteBuffer part = b.slice();
-                part.limit(n);
-                parts[i] = part;
-                b.position(b.position() + n);
-            }
-            EntryCursor.Position after = new EntryCursor.Position(parts[0], parts[1], parts[2]);
-            Progress before = null;
-            if (format != FORMAT_1) {
-                long rows = b.getLong();
-                long nanos = b.getLong();
-                before = rows < 0 || nanos < 0 ? null : new Progress(rows, nanos);
-            }
-            if (b.hasRemaining()) {
-                throw new IllegalArgumentException(b.remaining() + " bytes after the position");
-            }
-            return new Continuation(after, before);
-        } catch (RuntimeException e) {
-            if (e instanceof InvalidRequestException ire) {
-                throw ire;
-            }
-            throw new InvalidRequestException("a corrupt paging state for a Needle range query: " + e);
-        }
     }
 }

@@ -178,7 +178,7 @@ public final class RangeStatements {
         PagingState paging = options.getPagingState();
         if (paging != null) {
             // A later page goes on the way the first went: from the index position, or a stock way's.
-            if (!RangeRead.isIndexPosition(paging.partitionKey)) {
+            if (!IndexPagingState.isIndexPosition(paging.partitionKey)) {
                 return stockAnswer.apply(laterPageWay(index, estimate, sai, scannable, cassandras));
             }
             RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t, null);

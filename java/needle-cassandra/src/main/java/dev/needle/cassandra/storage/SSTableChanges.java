@@ -173,10 +173,7 @@ final class SSTableChanges implements INotificationConsumer {
     @Override
     public void handleNotification(INotification notification, Object sender) {
         logger.trace(
-                "Needle {}.{}: {}",
-                cfs.keyspace.getName(),
-                cfs.name,
-                notification.getClass().getSimpleName());
+                "Needle {}: {}", filter.qualifiedName(), notification.getClass().getSimpleName());
         try {
             if (notification instanceof SSTableAddedNotification
                     || notification instanceof SSTableListChangedNotification) {
@@ -218,9 +215,8 @@ final class SSTableChanges implements INotificationConsumer {
         }
         if (logger.isDebugEnabled()) {
             logger.debug(
-                    "Needle {}.{}: SSTables out {}, in {}{}",
-                    cfs.keyspace.getName(),
-                    cfs.name,
+                    "Needle {}: SSTables out {}, in {}{}",
+                    filter.qualifiedName(),
                     out,
                     in.keySet(),
                     flushed == null ? "" : " (flush)");
@@ -292,10 +288,9 @@ final class SSTableChanges implements INotificationConsumer {
     private void changeFailed(INotification notification, Throwable t) {
         filter.metrics.failures.inc();
         noSpam.error(
-                "Needle could not apply {} to {}.{}; reconciling with the live SSTables",
+                "Needle could not apply {} to {}; reconciling with the live SSTables",
                 notification.getClass().getSimpleName(),
-                cfs.keyspace.getName(),
-                cfs.name,
+                filter.qualifiedName(),
                 t);
         List<Descriptor> toScan = new ArrayList<>();
         filter.update(e -> {

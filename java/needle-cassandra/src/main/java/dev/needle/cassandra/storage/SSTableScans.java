@@ -73,10 +73,9 @@ final class SSTableScans {
                 running = false;
                 drained.complete(null);
                 logger.warn(
-                        "Needle could not start scanning {} SSTables of {}.{} ({}); retrying in {} s",
+                        "Needle could not start scanning {} SSTables of {} ({}); retrying in {} s",
                         queue.size(),
-                        cfs.keyspace.getName(),
-                        cfs.name,
+                        filter.qualifiedName(),
                         e.toString(),
                         RETRY_SECONDS);
                 retryLater();
@@ -182,9 +181,8 @@ final class SSTableScans {
                     }
                     if (filter.isOpen()) {
                         logger.info(
-                                "Needle scan of {}.{} stopped with {} SSTables to go; resuming in {} s",
-                                cfs.keyspace.getName(),
-                                cfs.name,
+                                "Needle scan of {} stopped with {} SSTables to go; resuming in {} s",
+                                filter.qualifiedName(),
                                 queue.size(),
                                 RETRY_SECONDS);
                         retryLater();
@@ -309,7 +307,7 @@ final class SSTableScans {
 
     /** {@code nodetool rebuild_index}: nothing Needle knows of these SSTables is trusted until they are read again. */
     private void rebuildStarting(Collection<SSTableReader> readers) {
-        logger.info("Needle rebuilding {} from {} SSTables", cfs.keyspace.getName() + "." + cfs.name, readers.size());
+        logger.info("Needle rebuilding {} from {} SSTables", filter.qualifiedName(), readers.size());
         filter.update(e -> {
             for (SSTableReader r : readers) {
                 if (e.has(r.descriptor)) {

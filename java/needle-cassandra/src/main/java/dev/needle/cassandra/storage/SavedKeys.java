@@ -71,14 +71,10 @@ final class SavedKeys {
             if (filter.changes().isPrepared(r.descriptor)) {
                 continue;
             }
-            try {
-                filter.changes().prepared(r.descriptor, component.read(r, filter.options), true);
-                filter.metrics.sstablesLoaded.inc();
+            SSTableKeys keys = load(r);
+            if (keys != null) {
+                filter.changes().prepared(r.descriptor, keys, true);
                 continue;
-            } catch (NoSuchFileException e) {
-                // never built
-            } catch (IOException | RuntimeException e) {
-                logger.warn("Needle ignores the saved filter of {}: {}", r.descriptor, e.getMessage());
             }
             if (!buildMissing) {
                 complete = false;

@@ -99,14 +99,13 @@ final class Startup {
         try {
             filter.scans.drained().get(7, TimeUnit.DAYS);
         } catch (ExecutionException | TimeoutException e) {
-            logger.warn("Needle build of {}.{} did not complete: {}", filter.keyspace(), filter.table(), e.toString());
+            logger.warn("Needle build of {} did not complete: {}", filter.qualifiedName(), e.toString());
         }
         TableSources v = filter.sources();
         logger.info(
-                "Needle index {} on {}.{} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}",
+                "Needle index {} on {} {}: {} SSTables known, {} loaded from saved filters, {} scanned{}",
                 filter.indexName(),
-                filter.keyspace(),
-                filter.table(),
+                filter.qualifiedName(),
                 filter.options,
                 v.sstables.size(),
                 toLoad.size() - toScan.size(),

@@ -82,7 +82,8 @@ public final class StorageFilter {
         Faults.install();
     }
 
-    private String qualifiedName() {
+    /** {@code keyspace.table}, as the logs name the table. */
+    String qualifiedName() {
         return cfs.keyspace.getName() + "." + cfs.name;
     }
 

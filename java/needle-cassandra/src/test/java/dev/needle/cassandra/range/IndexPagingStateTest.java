@@ -11,7 +11,7 @@ import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.junit.jupiter.api.Test;
 
 /** The index position a range answer's paging state carries. */
-class RangeReadTest {
+class IndexPagingStateTest {
     private static ByteBuffer bytes(SplittableRandom r, int n) {
         byte[] b = new byte[n];
         for (int i = 0; i < n; i++) {
@@ -28,17 +28,17 @@ class RangeReadTest {
                     new EntryCursor.Position(bytes(r, r.nextInt(20)), bytes(r, r.nextInt(20)), bytes(r, r.nextInt(3)));
             RangeRead.Progress progress =
                     r.nextBoolean() ? null : new RangeRead.Progress(r.nextLong(1 << 40), r.nextLong(Long.MAX_VALUE));
-            ByteBuffer encoded = RangeRead.encode(p, progress);
-            assertTrue(RangeRead.isIndexPosition(encoded));
+            ByteBuffer encoded = IndexPagingState.encode(p, progress);
+            assertTrue(IndexPagingState.isIndexPosition(encoded));
             // As a driver hands it back: inside a larger buffer, at an offset.
             ByteBuffer framed = ByteBuffer.allocate(encoded.remaining() + 10);
             framed.position(5);
             framed.put(encoded.duplicate());
             framed.position(5).limit(5 + encoded.remaining());
-            assertEquals(new RangeRead.Continuation(p, progress), RangeRead.decode(framed.slice()));
+            assertEquals(new IndexPagingState.Continuation(p, progress), IndexPagingState.decode(framed.slice()));
         }
-        assertFalse(RangeRead.isIndexPosition(ByteBuffer.wrap(new byte[] {0, 0, 0, 0, 0, 0, 0, 42})));
-        assertFalse(RangeRead.isIndexPosition(null));
+        assertFalse(IndexPagingState.isIndexPosition(ByteBuffer.wrap(new byte[] {0, 0, 0, 0, 0, 0, 0, 42})));
+        assertFalse(IndexPagingState.isIndexPosition(null));
     }
 
     /** A page handed out before the progress was added (format 1) goes on, its progress unknown. */
@@ -54,22 +54,23 @@ class RangeReadTest {
                 .put((byte) 3)
                 .putInt(0);
         v1.flip();
-        assertTrue(RangeRead.isIndexPosition(v1));
-        assertEquals(new RangeRead.Continuation(p, null), RangeRead.decode(v1));
+        assertTrue(IndexPagingState.isIndexPosition(v1));
+        assertEquals(new IndexPagingState.Continuation(p, null), IndexPagingState.decode(v1));
         ByteBuffer v9 = v1.duplicate();
         v9.put(3, (byte) 9);
-        assertFalse(RangeRead.isIndexPosition(v9), "an unknown format is not taken for a position");
+        assertFalse(IndexPagingState.isIndexPosition(v9), "an unknown format is not taken for a position");
     }
 
     @Test
     void aCorruptPositionIsAClearError() {
-        ByteBuffer encoded = RangeRead.encode(
+        ByteBuffer encoded = IndexPagingState.encode(
                 new EntryCursor.Position(
                         ByteBuffer.wrap(new byte[8]), ByteBuffer.wrap(new byte[8]), ByteBuffer.allocate(0)),
                 new RangeRead.Progress(5000, 123_456_789));
         ByteBuffer truncated = encoded.duplicate();
         truncated.limit(truncated.limit() - 5);
-        InvalidRequestException e = assertThrows(InvalidRequestException.class, () -> RangeRead.decode(truncated));
+        InvalidRequestException e =
+                assertThrows(InvalidRequestException.class, () -> IndexPagingState.decode(truncated));
         assertTrue(e.getMessage().contains("corrupt paging state"), e.getMessage());
     }
 }
