@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.testhooks.LatencyProfile;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -102,11 +103,12 @@ final class LatencyCalibration {
                             / 1e6;
                     for (int n = 1; n <= NODES && !profile.equals("raw"); n++) {
                         Map<String, Object> j = new LinkedHashMap<>();
+                        NodeJmx jmx = c.jmx(n);
                         j.put("node", n);
-                        j.put("messages", c.jmx(n).get(LATENESS, "MessagesDelayed"));
-                        j.put("lateness_p50_us", c.jmx(n).get(LATENESS, "LatenessP50Micros"));
-                        j.put("lateness_p99_us", c.jmx(n).get(LATENESS, "LatenessP99Micros"));
-                        j.put("lateness_max_us", c.jmx(n).get(LATENESS, "LatenessMaxMicros"));
+                        j.put("messages", jmx.get(LATENESS, "MessagesDelayed"));
+                        j.put("lateness_p50_us", jmx.get(LATENESS, "LatenessP50Micros"));
+                        j.put("lateness_p99_us", jmx.get(LATENESS, "LatenessP99Micros"));
+                        j.put("lateness_max_us", jmx.get(LATENESS, "LatenessMaxMicros"));
                         jitter.add(j);
                     }
                 }

@@ -1,6 +1,7 @@
 package dev.needle.bench;
 
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import java.io.IOException;
 
 /**
@@ -35,14 +36,15 @@ final class NeedleCounters {
                 throws IOException {
             long skipped = 0, passed = 0, nodeSkipped = 0, live = 0, stale = 0;
             for (int node = 1; node <= coordinators; node++) {
-                skipped += cluster.jmx(node).metric(keyspace, table, "LookupsSkipped");
-                passed += cluster.jmx(node).metric(keyspace, table, "LookupsPassed");
+                NodeJmx jmx = cluster.jmx(node);
+                skipped += jmx.metric(keyspace, table, "LookupsSkipped");
+                passed += jmx.metric(keyspace, table, "LookupsPassed");
                 if (nodeFilters) {
                     // A skip is a skip, at ONE or at a quorum.
-                    nodeSkipped += cluster.jmx(node).metric(keyspace, table, "NodeSkipsOne")
-                            + cluster.jmx(node).metric(keyspace, table, "NodeSkipsQuorum");
-                    live += cluster.jmx(node).metric(keyspace, table, "NodePassedLive");
-                    stale += cluster.jmx(node).metric(keyspace, table, "NodePassedStale");
+                    nodeSkipped += jmx.metric(keyspace, table, "NodeSkipsOne")
+                            + jmx.metric(keyspace, table, "NodeSkipsQuorum");
+                    live += jmx.metric(keyspace, table, "NodePassedLive");
+                    stale += jmx.metric(keyspace, table, "NodePassedStale");
                 }
             }
             return nodeFilters
@@ -73,10 +75,11 @@ final class NeedleCounters {
         static Sync read(LocalCluster cluster, int nodes, String keyspace, String table) throws IOException {
             long changes = 0, batchBytes = 0, bytes = 0, snapshots = 0;
             for (int node = 1; node <= nodes; node++) {
-                changes += cluster.jmx(node).metric(keyspace, table, "NodeFilterChangesSent");
-                batchBytes += cluster.jmx(node).metric(keyspace, table, "NodeFilterBatchBytesSent");
-                bytes += cluster.jmx(node).metric(keyspace, table, "NodeFilterBytesSent");
-                snapshots += cluster.jmx(node).metric(keyspace, table, "NodeFilterSnapshotsSent");
+                NodeJmx jmx = cluster.jmx(node);
+                changes += jmx.metric(keyspace, table, "NodeFilterChangesSent");
+                batchBytes += jmx.metric(keyspace, table, "NodeFilterBatchBytesSent");
+                bytes += jmx.metric(keyspace, table, "NodeFilterBytesSent");
+                snapshots += jmx.metric(keyspace, table, "NodeFilterSnapshotsSent");
             }
             return new Sync(changes, batchBytes, bytes, snapshots);
         }

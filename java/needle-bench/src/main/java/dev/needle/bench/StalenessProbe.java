@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.testhooks.LatencyProfile;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -357,11 +358,12 @@ final class StalenessProbe {
             Map<String, Object> out = new LinkedHashMap<>();
             for (int n = 1; n <= o.nodes(); n++) {
                 String on = "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
+                NodeJmx jmx = cluster.jmx(n);
                 Map<String, Object> m = new LinkedHashMap<>();
-                m.put("p50", round(((Number) cluster.jmx(n).get(on, "50thPercentile")).doubleValue() / 1000));
-                m.put("p99", round(((Number) cluster.jmx(n).get(on, "99thPercentile")).doubleValue() / 1000));
-                m.put("p99.9", round(((Number) cluster.jmx(n).get(on, "999thPercentile")).doubleValue() / 1000));
-                m.put("max", round(((Number) cluster.jmx(n).get(on, "Max")).doubleValue() / 1000));
+                m.put("p50", round(((Number) jmx.get(on, "50thPercentile")).doubleValue() / 1000));
+                m.put("p99", round(((Number) jmx.get(on, "99thPercentile")).doubleValue() / 1000));
+                m.put("p99.9", round(((Number) jmx.get(on, "999thPercentile")).doubleValue() / 1000));
+                m.put("max", round(((Number) jmx.get(on, "Max")).doubleValue() / 1000));
                 out.put("node" + n, m);
             }
             return out;

@@ -13,6 +13,7 @@ import com.datastax.oss.driver.api.core.cql.SimpleStatement;
 import com.datastax.oss.driver.api.core.metadata.Node;
 import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
 import dev.needle.testkit.LocalCluster;
+import dev.needle.testkit.NodeJmx;
 import dev.needle.testkit.TwinTables;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -156,17 +157,19 @@ class NodeFilterIT {
             everyCandidate(cluster);
             addedNode(cluster, rf1);
             for (int n = 1; n <= cluster.nodes(); n++) {
+                NodeJmx jmx = cluster.jmx(n);
+                long changes = jmx.metric("ks1", "needle", "NodeFilterChangesSent");
+                long batchBytes = jmx.metric("ks1", "needle", "NodeFilterBatchBytesSent");
                 System.out.printf(
                         "NodeFilterIT node %d, ks1.needle: %d changes sent in %d batch bytes (%.1f bytes per change),"
                                 + " %d snapshots, %d bytes sent in all, %d received%n",
                         n,
-                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterChangesSent"),
-                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBatchBytesSent"),
-                        (double) cluster.jmx(n).metric("ks1", "needle", "NodeFilterBatchBytesSent")
-                                / Math.max(1, cluster.jmx(n).metric("ks1", "needle", "NodeFilterChangesSent")),
-                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterSnapshotsSent"),
-                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBytesSent"),
-                        cluster.jmx(n).metric("ks1", "needle", "NodeFilterBytesReceived"));
+                        changes,
+                        batchBytes,
+                        (double) batchBytes / Math.max(1, changes),
+                        jmx.metric("ks1", "needle", "NodeFilterSnapshotsSent"),
+                        jmx.metric("ks1", "needle", "NodeFilterBytesSent"),
+                        jmx.metric("ks1", "needle", "NodeFilterBytesReceived"));
             }
         }
     }
