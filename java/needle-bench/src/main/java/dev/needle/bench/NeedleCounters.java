@@ -66,7 +66,7 @@ final class NeedleCounters {
     /**
      * What the owners of a table's node filters published, summed over every node.
      *
-     * @param changesSent    changed keys sent in batches
+     * @param changesSent    changed keys sent in batches, once per node each went to
      * @param batchBytesSent bytes of those batches
      * @param bytesSent      bytes of batches, snapshots and heartbeats
      * @param snapshotsSent  whole filters sent

@@ -237,7 +237,8 @@ final class StalenessProbe {
             CqlSession s = sessions[1];
             s.execute("CREATE KEYSPACE " + KEYSPACE
                     + " WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
-            Map<String, String> options = Map.of("node_filter", "one", "staleness", o.staleness());
+            Map<String, String> options =
+                    Map.of("node_filter", "one", "node_filter_copies", "all", "staleness", o.staleness());
             for (Variant v : List.of(STOCK, NEEDLE)) {
                 for (String cql : v.ddl(KEYSPACE, options)) {
                     s.execute(cql);

@@ -130,9 +130,10 @@ final class SyncCost {
             r.put(
                     "batch_payload_bytes_per_change",
                     changes == 0 ? null : LatencyCalibration.round((double) payload / changes));
+            // Each change is counted once per node it is sent to.
             r.put(
                     "wire_bytes_per_change_per_receiving_node",
-                    changes == 0 ? null : LatencyCalibration.round(extra / changes / (nodes - 1)));
+                    changes == 0 ? null : LatencyCalibration.round(extra / changes));
         }
         System.err.printf("staleness: %s: %s%n", label, r);
         return r;

@@ -17,6 +17,10 @@ import org.apache.cassandra.exceptions.ConfigurationException;
  *   <li>{@code node_filter}: whether a coordinator also skips reads on the word of its copies of
  *       other nodes' filters: {@code off} (default), {@code one} (at ONE and LOCAL_ONE) or
  *       {@code quorum} (also at QUORUM and LOCAL_QUORUM). SERIAL reads never skip.</li>
+ *   <li>{@code node_filter_copies}: which copies a node keeps: {@code replicas} (default: only for
+ *       the token ranges it replicates, its co-replicas' keys in them; reads skip only through a
+ *       coordinator that replicates the key, as token-aware drivers route them) or {@code all}
+ *       (every other node's whole filter, for clients that do not route by token)</li>
  *   <li>{@code staleness}: how old a copy may be and still be trusted, the bound S of the
  *       node filter's contract: a duration such as {@code 1s} (default) or {@code 500ms}, at most
  *       60 s</li>
@@ -26,6 +30,7 @@ public final class NeedleOptions {
     public static final String FILTER = "filter";
     public static final String FP_RATE = "fp_rate";
     public static final String NODE_FILTER = "node_filter";
+    public static final String NODE_FILTER_COPIES = "node_filter_copies";
     public static final String STALENESS = "staleness";
     /** Cassandra's own keys in the options map, which are not ours to validate. */
     private static final String[] CASSANDRA_KEYS = {"class_name", "target"};
@@ -45,15 +50,26 @@ public final class NeedleOptions {
         QUORUM
     }
 
+    /** Which copies of other nodes' filters a node keeps. */
+    public enum CopyScope {
+        /** Only the keys of the token ranges it replicates: memory and sync grow with the replication factor, not the cluster. */
+        REPLICAS,
+        /** Every other node's whole filter: skips through any coordinator, at a cost that grows with the cluster. */
+        ALL
+    }
+
     public final FilterType filter;
     public final double fpRate;
     public final NodeFilterMode nodeFilter;
+    public final CopyScope copyScope;
     public final long stalenessMillis;
 
-    private NeedleOptions(FilterType filter, double fpRate, NodeFilterMode nodeFilter, long stalenessMillis) {
+    private NeedleOptions(
+            FilterType filter, double fpRate, NodeFilterMode nodeFilter, CopyScope copyScope, long stalenessMillis) {
         this.filter = filter;
         this.fpRate = fpRate;
         this.nodeFilter = nodeFilter;
+        this.copyScope = copyScope;
         this.stalenessMillis = stalenessMillis;
     }
 
@@ -114,6 +130,21 @@ public final class NeedleOptions {
                                 + "'; use 'off', 'one' (skip remote reads at ONE and LOCAL_ONE) or 'quorum' (also at QUORUM and"
                                 + " LOCAL_QUORUM)");
         }
+        String c = options.getOrDefault(NODE_FILTER_COPIES, "replicas").trim().toLowerCase(Locale.ROOT);
+        CopyScope scope;
+        switch (c) {
+            case "replicas":
+                scope = CopyScope.REPLICAS;
+                break;
+            case "all":
+                scope = CopyScope.ALL;
+                break;
+            default:
+                throw new ConfigurationException("Needle index option '" + NODE_FILTER_COPIES + "' is '"
+                        + options.get(NODE_FILTER_COPIES)
+                        + "'; use 'replicas' (copies of the ranges a node replicates, for token-aware clients) or 'all'"
+                        + " (every other node's whole filter, for clients that do not route by token)");
+        }
         long staleness = 1000;
         String s = options.get(STALENESS);
         if (s != null) {
@@ -129,12 +160,12 @@ public final class NeedleOptions {
             }
             staleness = Math.round(v);
         }
-        return new NeedleOptions(type, fp, mode, staleness);
+        return new NeedleOptions(type, fp, mode, scope, staleness);
     }
 
     /** The options Needle does not know, for Cassandra's {@code validateOptions} contract. */
     static Map<String, String> unknown(Map<String, String> options) {
-        return unknownBeyond(options, FILTER, FP_RATE, NODE_FILTER, STALENESS);
+        return unknownBeyond(options, FILTER, FP_RATE, NODE_FILTER, NODE_FILTER_COPIES, STALENESS);
     }
 
     /**
@@ -155,6 +186,7 @@ public final class NeedleOptions {
     @Override
     public String toString() {
         return "{filter=" + filter.name().toLowerCase(Locale.ROOT) + ", fp_rate=" + fpRate + ", node_filter="
-                + nodeFilter.name().toLowerCase(Locale.ROOT) + ", staleness=" + stalenessMillis + "ms}";
+                + nodeFilter.name().toLowerCase(Locale.ROOT) + ", node_filter_copies="
+                + copyScope.name().toLowerCase(Locale.ROOT) + ", staleness=" + stalenessMillis + "ms}";
     }
 }

@@ -16,8 +16,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Node filters against stock Cassandra, randomized: keyspaces of replication factor 1, 2 and 3,
- * each with a table whose Needle index has node filters on at ONE and QUORUM, and its twin
- * without; random writes through random coordinators, and every read, through a random
+ * each with a table whose Needle index has node filters on at ONE and QUORUM (copies of every
+ * node at replication factor 1, copies scoped to the ranges a node replicates at 2 and 3), and
+ * its twin without; random writes through random coordinators, and every read, through a random
  * coordinator (a replica or not) at ONE, LOCAL_ONE or QUORUM, compared with the twin's; flushes,
  * compactions, and kill -9 and restarts between them, with writes while a node is down that reach
  * it as hints.
@@ -82,7 +83,9 @@ class NodeFilterModelIT {
                             sessions[1],
                             SimpleStatement.newInstance("CREATE CUSTOM INDEX ON " + ks
                                     + ".t () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
-                                    + "{'node_filter': 'quorum', 'staleness': '" + STALENESS_MILLIS + "ms'}"));
+                                    + "{'node_filter': 'quorum', 'node_filter_copies': '"
+                                    + (i == 0 ? "all" : "replicas")
+                                    + "', 'staleness': '" + STALENESS_MILLIS + "ms'}"));
                     pairs.put(ks, t);
                 }
                 // DDL waits 10 s for the schema to agree; four nodes on two cores can take longer.

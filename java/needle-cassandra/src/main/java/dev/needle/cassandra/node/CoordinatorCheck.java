@@ -123,8 +123,18 @@ public final class CoordinatorCheck {
         } catch (UnavailableException e) {
             return answer(Verdict.NOT_ELIGIBLE, explain, "unavailable");
         }
-        Map<InetAddressAndPort, NodeCopy> tableCopies = copies.byEndpoint(tableId);
+        RingView view = RingView.current(table.keyspace, own.options.copyScope);
+        if (view == null) {
+            return answer(Verdict.NOT_ELIGIBLE, explain, "ring not known yet");
+        }
         InetAddressAndPort self = FBUtilities.getBroadcastAddressAndPort();
+        if (view.scoped() && !plan.readCandidates().contains(self)) {
+            // Copies hold only the keys of the ranges this node replicates (node_filter_copies
+            // 'replicas'): a token-aware client sends reads to a replica.
+            return answer(Verdict.NOT_ELIGIBLE, explain, "this node does not replicate the key");
+        }
+        Map<InetAddressAndPort, NodeCopy> tableCopies = copies.byEndpoint(tableId);
+        long copyHash = NodeKey.filterHash(NodeKey.of(token));
         StringBuilder detail = explain ? new StringBuilder() : null;
         List<UUID> live = null;
         boolean selfLive = false;
@@ -151,11 +161,16 @@ public final class CoordinatorCheck {
             if (!v.usable) {
                 return answer(Verdict.NOT_READY, explain, r.endpoint() + ": copy not usable");
             }
+            if (v.ring != view.fingerprint) {
+                // The owner and this node see different rings (a topology change on its way):
+                // they may not agree on which keys the copy holds.
+                return answer(Verdict.NOT_READY, explain, r.endpoint() + ": copy of another ring");
+            }
             long age = now - v.freshMillis;
             if (age > staleness) {
                 return answer(Verdict.STALE, explain, r.endpoint() + ": copy " + age + " ms old");
             }
-            boolean maybe = v.filter.mightContainHash(hash);
+            boolean maybe = v.filter.mightContainHash(copyHash);
             if (detail != null) {
                 detail.append(r.endpoint())
                         .append(": epoch ")

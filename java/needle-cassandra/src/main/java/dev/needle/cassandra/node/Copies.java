@@ -138,12 +138,15 @@ final class Copies {
         if (row.table().equals("requests")) {
             OwnerTable o = owner.equals(me) ? owners.get(table) : null;
             if (o != null) {
-                o.requested(row.get("kind", UTF8Type.instance), row.get("key", BytesType.instance));
+                o.requested(
+                        row.get("kind", UTF8Type.instance),
+                        row.get("requester", UUIDType.instance),
+                        row.get("key", BytesType.instance));
             }
             return;
         }
-        if (owner.equals(me)) {
-            return; // our own publication, applied to our replica of the sync keyspace
+        if (owner.equals(me) || !me.equals(row.get("receiver", UUIDType.instance))) {
+            return; // a row for another node (a repair of the sync keyspace spreads them)
         }
         NodeCopy copy = copy(table, owner);
         if (copy == null) {
@@ -151,7 +154,7 @@ final class Copies {
         }
         long now = System.currentTimeMillis();
         switch (row.table()) {
-            case "beats" -> {
+            case "heartbeats" -> {
                 Long epoch = row.get("epoch", LongType.instance);
                 Long seq = row.get("seq", LongType.instance);
                 Long cut = row.get("cut_millis", LongType.instance);
@@ -161,7 +164,7 @@ final class Copies {
                     copy.heartbeat(epoch, seq, cut, ready);
                 }
             }
-            case "deltas" -> {
+            case "batches" -> {
                 Long epoch = row.get("epoch", LongType.instance);
                 Long seqStart = row.get("seq_start", LongType.instance);
                 Long seqEnd = row.get("seq_end", LongType.instance);
@@ -178,7 +181,7 @@ final class Copies {
                 }
                 copy.batch(new OwnerFilter.Batch(epoch, seqStart, seqEnd, cut, c.hashes(), c.removals()), now);
             }
-            case "snapshots" -> snapshotChunk(copy, owner, table, row, now);
+            case "snapshot_chunks" -> snapshotChunk(copy, owner, table, row, now);
             default -> {}
         }
     }
@@ -207,8 +210,14 @@ final class Copies {
         Integer chunkCell = row.get("chunk", Int32Type.instance);
         Integer chunksCell = row.get("chunks", Int32Type.instance);
         Long cutCell = row.get("cut_millis", LongType.instance);
+        Long ringCell = row.get("ring", LongType.instance);
         ByteBuffer bytes = row.get("filter");
-        if (epochCell == null || seqCell == null || chunkCell == null || chunksCell == null || cutCell == null) {
+        if (epochCell == null
+                || seqCell == null
+                || chunkCell == null
+                || chunksCell == null
+                || cutCell == null
+                || ringCell == null) {
             return; // a chunk delivered again: applied already
         }
         long epoch = epochCell;
@@ -247,7 +256,7 @@ final class Copies {
             at += n;
         }
         received(table, total);
-        copy.snapshot(epoch, seq, cut, (KeyFilter) FilterIO.read(all), now);
+        copy.snapshot(epoch, seq, cut, ringCell, (KeyFilter) FilterIO.read(all), now);
     }
 
     /** Copies that cannot be trusted until a snapshot comes ask their owners for one. */

@@ -39,14 +39,17 @@ final class NodeCopy {
     static final class Epoch {
         final KeyFilter filter;
         final long epoch;
+        /** The owner's {@link RingView#fingerprint} for this epoch: which keys the copy holds. */
+        final long ring;
         /** Owner time before which every change is applied. */
         volatile long freshMillis;
         /** The owner's filter is ready, and the copy is of its current epoch and complete. */
         volatile boolean usable;
 
-        Epoch(KeyFilter filter, long epoch, long freshMillis) {
+        Epoch(KeyFilter filter, long epoch, long ring, long freshMillis) {
             this.filter = filter;
             this.epoch = epoch;
+            this.ring = ring;
             this.freshMillis = freshMillis;
         }
 
@@ -101,7 +104,7 @@ final class NodeCopy {
      * since its sequence number are applied to it again, from {@link #recent}; if they are no longer
      * all there, a full copy takes it at its own sequence number and asks for the rest (a gap).
      */
-    synchronized void snapshot(long epoch, long seq, long cutMillis, KeyFilter filter, long nowMillis) {
+    synchronized void snapshot(long epoch, long seq, long cutMillis, long ring, KeyFilter filter, long nowMillis) {
         Epoch v = current;
         if (epoch < beatEpoch || (v != null && epoch < v.epoch)) {
             return;
@@ -122,7 +125,7 @@ final class NodeCopy {
         long before = applied;
         applied = seq;
         broken = false;
-        Epoch next = new Epoch(filter, epoch, cutMillis);
+        Epoch next = new Epoch(filter, epoch, ring, cutMillis);
         recent.clear();
         recentChanges = 0;
         for (OwnerFilter.Batch b : replay) {

@@ -95,6 +95,7 @@ public final class NodeFilters {
         m.gauge("NodeFilterPublishedBytes", o.filter::publishedBytes);
         m.gauge("NodeFilterMaxCopyAgeMillis", () -> copies.maxCopyAge(o.table));
         m.gauge("NodeFilterRowsDropped", copies.rowsDropped::get);
+        m.gauge("NodeFilterSendFailures", SyncKeyspace.sendFailures::get);
     }
 
     /** A Needle index went away: stop publishing its table and forget the copies of it. */
@@ -149,13 +150,12 @@ public final class NodeFilters {
         UUID me = localHost();
         List<CopyStatus> out = new ArrayList<>();
         for (OwnerTable o : owners.values()) {
-            OwnerFilter.Position p = o.filter.position();
             out.add(new CopyStatus(
                     o.table,
                     me,
                     true,
-                    p.epoch(),
-                    p.seq(),
+                    o.filter.epoch(),
+                    o.changesSent.get(),
                     0,
                     o.filter.publishedCount(),
                     o.bytesSent.get(),

@@ -6,14 +6,18 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
 /**
- * The owner side of one table's node filter: exactly which key hashes this node has published
- * as "may hold live data here" in the current epoch, and the ordered changes not yet sent.
+ * The owner side of one table's node filter: exactly which keys ({@link NodeKey}s) this node has
+ * published as "may hold live data here" in the current epoch, and, for each node that receives
+ * them ({@link RingView}: the key's other replicas, or every other node), the ordered changes not
+ * yet sent to it.
  *
- * <p>Every change gets the next sequence number of the epoch. A key is added ("+h") when it
- * becomes live and was not published, removed ("−h") when it stops being live and was
- * published; so the copy of a coordinator that applies the snapshot and then the changes in
- * sequence order holds exactly the published set at its sequence number, and a removal never
- * touches a fingerprint the copy does not hold (docs/invariants.md, invariants 2 and 5a).
+ * <p>Each receiver has its own sequence: a change of a key gets the next sequence number of every
+ * receiver of that key. A key is added ("+h") when it becomes live and was not published, removed
+ * ("−h") when it stops being live and was published; so the copy of a receiver that applies its
+ * snapshot and then its changes in sequence order holds exactly the published keys it receives at
+ * its sequence number, and a removal never touches a fingerprint the copy does not hold
+ * (docs/invariants.md, invariants 2 and 5a). Batches and snapshots carry the keys' filter hashes
+ * ({@link NodeKey#filterHash}).
  *
  * <p>A key's decisions are serialized by its stripe's lock (the liveness check and the change
  * are one step), and the sequence numbers by the sequencer's, so the last change of a key
@@ -21,7 +25,7 @@ import java.util.function.BooleanSupplier;
  */
 final class OwnerFilter {
     private static final int STRIPES = 64;
-    /** Changes waiting to be sent beyond this many: the epoch is abandoned and a snapshot sent instead. */
+    /** Changes waiting to be sent to one receiver beyond this many: the epoch is abandoned and snapshots sent instead. */
     static final int MAX_QUEUED = 1 << 20;
     /**
      * The most keys a table's published set holds ({@code -Dneedle.node_filter.max_published_keys},
@@ -41,13 +45,21 @@ final class OwnerFilter {
 
     // Guarded by sequencer.
     private long epoch;
-    private long seq;
-    private long sentUpTo;
-    private long[] queuedHashes = new long[1024];
-    private boolean[] queuedRemovals = new boolean[1024];
-    private int queued;
+    private RingView view;
+    private Stream[] streams = new Stream[0];
     private boolean overflowed;
     private boolean full;
+
+    /** One receiver's sequence and the changes not yet sent to it. */
+    private static final class Stream {
+        long seq;
+        long sentUpTo;
+        long[] hashes = new long[64];
+        boolean[] removals = new boolean[64];
+        int queued;
+        /** Published keys this receiver holds. */
+        long keys;
+    }
 
     OwnerFilter() {
         this(MAX_PUBLISHED);
@@ -59,22 +71,22 @@ final class OwnerFilter {
             locks[i] = new ReentrantLock();
             published[i] = new LongSet(1024);
         }
-        newEpoch();
     }
 
     /**
-     * What an epoch's snapshot is: every published hash, cut at {@code seq}; every change the
-     * owner made before {@code cutMillis} (its clock) is in it.
+     * What a snapshot is for one receiver: the filter hashes of the published keys it receives,
+     * cut at its sequence number {@code seq}; every change the owner made before {@code cutMillis}
+     * (its clock) is in it.
      */
     record Snapshot(long epoch, long seq, long cutMillis, long[] hashes) {}
 
-    /** Where the sequence stood at owner time {@code atMillis}: every change made before then is numbered {@code seq} or lower. */
+    /** Where a receiver's sequence stood at owner time {@code atMillis}: every change made before then is numbered {@code seq} or lower. */
     record Position(long epoch, long seq, long atMillis) {}
 
     /**
-     * Changes {@code (seqStart, seqEnd]} of an epoch, in order: the i-th has sequence number
-     * {@code seqStart + 1 + i}. Cut at owner time {@code cutMillis}: every change the owner made
-     * before then is in this batch or an earlier one.
+     * Changes {@code (seqStart, seqEnd]} of an epoch for one receiver, in order: the i-th has
+     * sequence number {@code seqStart + 1 + i}. Cut at owner time {@code cutMillis}: every change
+     * the owner made before then is in this batch or an earlier one.
      */
     record Batch(long epoch, long seqStart, long seqEnd, long cutMillis, long[] hashes, boolean[] removals) {
         int size() {
@@ -82,8 +94,11 @@ final class OwnerFilter {
         }
     }
 
-    /** Starts a new epoch: nothing published, nothing queued; returns its id, larger than any before. */
-    long newEpoch() {
+    /**
+     * Starts a new epoch under {@code view}: nothing published, nothing queued; returns its id,
+     * larger than any before.
+     */
+    long newEpoch(RingView view) {
         lockAll();
         try {
             for (LongSet set : published) {
@@ -94,9 +109,11 @@ final class OwnerFilter {
                 // Epochs only grow, also across restarts (the clock moves on): a copy tells a late
                 // message of an old epoch from the start of a new one.
                 epoch = Math.max(epoch + 1, System.currentTimeMillis());
-                seq = 0;
-                sentUpTo = 0;
-                queued = 0;
+                this.view = view;
+                streams = new Stream[view.size()];
+                for (int i = 0; i < streams.length; i++) {
+                    streams[i] = new Stream();
+                }
                 overflowed = false;
                 full = false;
                 return epoch;
@@ -112,16 +129,23 @@ final class OwnerFilter {
         }
     }
 
-    private static int stripe(long hash) {
-        return (int) (hash >>> 58);
+    /** The receivers of this epoch (null before the first). */
+    RingView view() {
+        synchronized (sequencer) {
+            return view;
+        }
+    }
+
+    private static int stripe(long key) {
+        return (int) (NodeKey.filterHash(key) >>> 58);
     }
 
     /**
      * Decides, for one key, whether it is published: {@code live} is asked under the key's lock,
      * so two decisions for a key never interleave. Returns whether a change was queued.
      */
-    boolean decide(long hash, BooleanSupplier live) {
-        return decide(hash, live, true);
+    boolean decide(long key, BooleanSupplier live) {
+        return decide(key, live, true);
     }
 
     /**
@@ -129,8 +153,8 @@ final class OwnerFilter {
      * that did not come through the write path (streaming, import). Returns whether a change was
      * queued.
      */
-    boolean publish(long hash) {
-        return decide(hash, () -> true, true);
+    boolean publish(long key) {
+        return decide(key, () -> true, true);
     }
 
     /**
@@ -138,16 +162,16 @@ final class OwnerFilter {
      * alone without asking (nothing that can only end liveness makes it live). Returns whether a
      * change was queued.
      */
-    boolean retract(long hash, BooleanSupplier live) {
-        return decide(hash, live, false);
+    boolean retract(long key, BooleanSupplier live) {
+        return decide(key, live, false);
     }
 
-    private boolean decide(long hash, BooleanSupplier live, boolean mayAdd) {
-        int s = stripe(hash);
+    private boolean decide(long key, BooleanSupplier live, boolean mayAdd) {
+        int s = stripe(key);
         locks[s].lock();
         try {
             LongSet set = published[s];
-            boolean was = set.contains(hash);
+            boolean was = set.contains(key);
             if (!was && !mayAdd) {
                 return false;
             }
@@ -159,15 +183,15 @@ final class OwnerFilter {
                     }
                     return false;
                 }
-                set.add(hash);
+                set.add(key);
                 publishedCount.incrementAndGet();
-                enqueue(hash, false);
+                enqueue(key, false);
                 return true;
             }
             if (!isLive && was) {
-                set.remove(hash);
+                set.remove(key);
                 publishedCount.decrementAndGet();
-                enqueue(hash, true);
+                enqueue(key, true);
                 return true;
             }
             return false;
@@ -176,39 +200,52 @@ final class OwnerFilter {
         }
     }
 
-    boolean isPublished(long hash) {
-        int s = stripe(hash);
+    boolean isPublished(long key) {
+        int s = stripe(key);
         locks[s].lock();
         try {
-            return published[s].contains(hash);
+            return published[s].contains(key);
         } finally {
             locks[s].unlock();
         }
     }
 
-    private void enqueue(long hash, boolean removal) {
+    private void enqueue(long key, boolean removal) {
+        long hash = NodeKey.filterHash(key);
         synchronized (sequencer) {
-            if (queued == queuedHashes.length) {
-                if (queued >= MAX_QUEUED) {
-                    // The publisher starts a new epoch; the changes of this one no longer matter,
-                    // and no later batch of it is sent (sequence numbers would no longer match).
-                    overflowed = true;
-                    return;
-                }
-                queuedHashes = Arrays.copyOf(queuedHashes, queued * 2);
-                queuedRemovals = Arrays.copyOf(queuedRemovals, queued * 2);
+            if (view == null) {
+                return; // before the first epoch, which starts from the data
             }
-            queuedHashes[queued] = hash;
-            queuedRemovals[queued] = removal;
-            queued++;
-            seq++;
+            for (int r : view.of(key)) {
+                Stream st = streams[r];
+                st.keys += removal ? -1 : 1;
+                if (st.queued == st.hashes.length) {
+                    if (st.queued >= MAX_QUEUED) {
+                        // The publisher starts a new epoch; the changes of this one no longer
+                        // matter, and no later batch of it is sent (sequence numbers would no
+                        // longer match).
+                        overflowed = true;
+                        continue;
+                    }
+                    st.hashes = Arrays.copyOf(st.hashes, st.queued * 2);
+                    st.removals = Arrays.copyOf(st.removals, st.queued * 2);
+                }
+                st.hashes[st.queued] = hash;
+                st.removals[st.queued] = removal;
+                st.queued++;
+                st.seq++;
+            }
         }
     }
 
-    /** Changes numbered and not yet taken by {@link #drain}. */
+    /** The most changes numbered and not yet taken by {@link #drain} for any one receiver. */
     int queued() {
         synchronized (sequencer) {
-            return queued;
+            int most = 0;
+            for (Stream st : streams) {
+                most = Math.max(most, st.queued);
+            }
+            return most;
         }
     }
 
@@ -231,34 +268,77 @@ final class OwnerFilter {
     }
 
     /**
-     * The published set at this moment and the last sequence number it reflects. Changes still
-     * queued are in it; batches carry each change's own sequence number, so a copy that starts
-     * from this snapshot skips those it already holds. With {@code replacesQueue} (the epoch's
-     * first snapshot, which no copy can have followed before) the queued changes are dropped.
+     * The published keys that {@code receiver} holds, at this moment, and the last sequence number
+     * of its they reflect. Changes still queued are in it; batches carry each change's own
+     * sequence number, so a copy that starts from this snapshot skips those it already holds.
      */
-    Snapshot snapshot(boolean replacesQueue) {
+    Snapshot snapshot(int receiver) {
+        return snapshots(new int[] {receiver}, false)[0];
+    }
+
+    /**
+     * {@link #snapshot} for several receivers, in one pass over the published set. With {@code
+     * replacesQueue} (the epoch's first snapshots, which no copy can have followed before) their
+     * queued changes are dropped.
+     */
+    Snapshot[] snapshots(int[] receivers, boolean replacesQueue) {
         lockAll();
         try {
-            int n = 0;
-            for (LongSet set : published) {
-                n += set.size();
+            RingView v;
+            synchronized (sequencer) {
+                v = view;
             }
-            long[] all = new long[n];
-            int at = 0;
+            int[] slot = new int[v.size()];
+            Arrays.fill(slot, -1);
+            for (int i = 0; i < receivers.length; i++) {
+                slot[receivers[i]] = i;
+            }
+            LongList[] out = new LongList[receivers.length];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = new LongList();
+            }
             for (LongSet set : published) {
-                long[] part = set.toArray();
-                System.arraycopy(part, 0, all, at, part.length);
-                at += part.length;
+                for (long key : set.toArray()) {
+                    long hash = NodeKey.filterHash(key);
+                    for (int r : v.of(key)) {
+                        if (slot[r] >= 0) {
+                            out[slot[r]].add(hash);
+                        }
+                    }
+                }
             }
             synchronized (sequencer) {
-                if (replacesQueue) {
-                    sentUpTo = seq;
-                    queued = 0;
+                long now = System.currentTimeMillis();
+                Snapshot[] snaps = new Snapshot[receivers.length];
+                for (int i = 0; i < receivers.length; i++) {
+                    Stream st = streams[receivers[i]];
+                    if (replacesQueue) {
+                        st.sentUpTo = st.seq;
+                        st.queued = 0;
+                    }
+                    snaps[i] = new Snapshot(epoch, st.seq, now, out[i].toArray());
                 }
-                return new Snapshot(epoch, seq, System.currentTimeMillis(), all);
+                return snaps;
             }
         } finally {
             unlockAll();
+        }
+    }
+
+    /** A growable list of longs. */
+    private static final class LongList {
+        long[] values = new long[16];
+        int size;
+
+        void add(long v) {
+            if (size == values.length) {
+                values = Arrays.copyOf(values, size * 2);
+            }
+            values[size++] = v;
+        }
+
+        long[] toArray() {
+            return Arrays.copyOf(values, size);
         }
     }
 
@@ -274,29 +354,41 @@ final class OwnerFilter {
         }
     }
 
-    /** Takes the queued changes as one batch, or null if there are none. */
-    Batch drain() {
+    /** Takes the changes queued for {@code receiver} as one batch, or null if there are none. */
+    Batch drain(int receiver) {
         synchronized (sequencer) {
-            if (queued == 0 || overflowed || full) {
+            Stream st = receiver < streams.length ? streams[receiver] : null;
+            if (st == null || st.queued == 0 || overflowed || full) {
                 return null;
             }
             Batch b = new Batch(
                     epoch,
-                    sentUpTo,
-                    seq,
+                    st.sentUpTo,
+                    st.seq,
                     System.currentTimeMillis(),
-                    Arrays.copyOf(queuedHashes, queued),
-                    Arrays.copyOf(queuedRemovals, queued));
-            sentUpTo = seq;
-            queued = 0;
+                    Arrays.copyOf(st.hashes, st.queued),
+                    Arrays.copyOf(st.removals, st.queued));
+            st.sentUpTo = st.seq;
+            st.queued = 0;
             return b;
         }
     }
 
-    /** The epoch and last sequence number assigned, at one instant: every change up to it is sent or queued. */
-    Position position() {
+    /**
+     * The epoch and the last sequence number assigned to {@code receiver}, at one instant: every
+     * change for it up to there is sent or queued.
+     */
+    Position position(int receiver) {
         synchronized (sequencer) {
+            long seq = receiver < streams.length ? streams[receiver].seq : 0;
             return new Position(epoch, seq, System.currentTimeMillis());
+        }
+    }
+
+    /** How many published keys {@code receiver} holds. */
+    long keysFor(int receiver) {
+        synchronized (sequencer) {
+            return receiver < streams.length ? streams[receiver].keys : 0;
         }
     }
 

@@ -44,8 +44,8 @@ final class OwnerTable implements KeyEvents {
     long epochGeneration = -1;
     /** The epoch's first snapshot went out: copies can follow it. */
     volatile boolean published;
-    /** Keys the last snapshot's filter has room for. */
-    long snapshotCapacity;
+    /** Keys the last snapshot's filter of each receiver has room for, by receiver index. */
+    long[] snapshotCapacity = new long[0];
 
     long lastBeatMillis;
     /** What the last heartbeat said: the epoch, and whether the filter could be trusted. */
@@ -58,8 +58,8 @@ final class OwnerTable implements KeyEvents {
     long lastSnapshotMillis;
     /** When the publisher found the published set full ({@link OwnerFilter#full}); 0 when it is not. */
     long fullSinceMillis;
-    /** A copy asked for a snapshot (or the published set outgrew the last one). */
-    volatile boolean snapshotWanted;
+    /** The receivers whose copies asked for a snapshot, by host id. */
+    final java.util.Set<UUID> snapshotWanted = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     final AtomicLong bytesSent = new AtomicLong();
     final AtomicLong changesSent = new AtomicLong();
@@ -79,6 +79,11 @@ final class OwnerTable implements KeyEvents {
 
     String name() {
         return storage.keyspace() + "." + storage.table();
+    }
+
+    /** The receivers of this table's changes as the ring stands now (null while the node does not know its ring). */
+    RingView currentView() {
+        return RingView.current(storage.keyspace(), options.copyScope);
     }
 
     /**
@@ -174,49 +179,54 @@ final class OwnerTable implements KeyEvents {
     }
 
     @Override
-    public void written(ByteBuffer key, long hash, boolean withLiveData) {
+    public void written(ByteBuffer key, Token token, boolean withLiveData) {
         // A write with live data makes the key live (or, behind a newer deletion, a false
         // positive, which costs a read): no lookup on the write path. Only a write that can end
         // liveness (a deletion) looks the key up, and only if it is published.
         if (withLiveData) {
-            filter.publish(hash);
+            filter.publish(NodeKey.of(token));
         } else {
-            filter.retract(hash, () -> live(key, FBUtilities.nowInSeconds()));
+            filter.retract(NodeKey.of(token), () -> live(key, FBUtilities.nowInSeconds()));
         }
     }
 
     @Override
-    public void provenDead(ByteBuffer key, long hash) {
-        filter.retract(hash, () -> live(key, FBUtilities.nowInSeconds()));
+    public void provenDead(ByteBuffer key, Token token) {
+        filter.retract(NodeKey.of(token), () -> live(key, FBUtilities.nowInSeconds()));
     }
 
     @Override
-    public void arriving(long hash) {
-        filter.publish(hash);
+    public void arriving(Token token) {
+        filter.publish(NodeKey.of(token));
     }
 
     /**
      * A request from a coordinator, through the sync keyspace: "snapshot" (a copy needs one) or
      * "verify" (a read its copy called live found {@code key} empty: check it).
      */
-    void requested(String kind, ByteBuffer key) {
-        if ("snapshot".equals(kind)) {
-            snapshotWanted = true;
+    void requested(String kind, UUID requester, ByteBuffer key) {
+        if ("snapshot".equals(kind) && requester != null) {
+            snapshotWanted.add(requester);
         } else if ("verify".equals(kind) && key != null && key.hasRemaining()) {
             storage.readFoundNothing(key);
         }
     }
 
-    /** Whether {@code published} keys outgrew the last snapshot's room (the copies' filters would fill). */
-    boolean outgrown(long published) {
-        return published > snapshotCapacity * 0.9;
+    /** Whether the keys receiver {@code r} holds outgrew its last snapshot's room (its copy's filter would fill). */
+    boolean outgrown(int r) {
+        return r < snapshotCapacity.length && outgrown(filter.keysFor(r), snapshotCapacity[r]);
+    }
+
+    /** Whether {@code keys} outgrew a snapshot with room for {@code capacity}. */
+    static boolean outgrown(long keys, long capacity) {
+        return keys > capacity * 0.9;
     }
 
     /**
-     * The filter a snapshot carries: the published hashes, with room for {@code headroom} times as
-     * many, and for at least {@code minCapacity} keys.
+     * The filter a snapshot carries to receiver {@code r}: the hashes, with room for {@code
+     * headroom} times as many, and for at least {@code minCapacity} keys.
      */
-    KeyFilter snapshotFilter(long[] hashes, double headroom, long minCapacity) {
+    KeyFilter snapshotFilter(int r, long[] hashes, double headroom, long minCapacity) {
         long capacity = Math.max(Math.max(4096, minCapacity), (long) (hashes.length * headroom));
         while (true) {
             KeyFilter f = options.tracksDeletions()
@@ -230,7 +240,7 @@ final class OwnerTable implements KeyEvents {
                 }
             }
             if (all) {
-                snapshotCapacity = capacity;
+                snapshotCapacity[r] = capacity;
                 return f;
             }
             capacity += capacity / 4;

@@ -1,11 +1,12 @@
 package dev.needle.cassandra.node;
 
 import dev.needle.cassandra.storage.StorageFilter;
-import dev.needle.filter.Hashing;
 import dev.needle.filter.KeyFilter;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -158,6 +159,10 @@ final class Publisher {
             beat(me, o, now, false);
             return;
         }
+        RingView view = o.currentView();
+        if (view == null) {
+            return; // the ring is not known yet
+        }
         long generation = s.unseenGeneration();
         if (o.filter.full()) {
             // The copies are told not to trust the set; now and then a new epoch sees whether the
@@ -170,62 +175,86 @@ final class Publisher {
                 return;
             }
             o.fullSinceMillis = 0;
-            startEpoch(me, o, generation);
+            startEpoch(me, o, generation, view);
             return;
         }
-        if (!o.published || generation != o.epochGeneration || o.filter.overflowed()) {
-            startEpoch(me, o, generation);
+        if (!o.published || generation != o.epochGeneration || o.filter.overflowed() || !view.sameAs(o.filter.view())) {
+            // A node joined, left or moved, or the replication changed: which node holds which
+            // keys changed with it, so the copies start over from a new epoch's snapshots.
+            startEpoch(me, o, generation, view);
             return;
         }
         boolean beatDue = o.beatDue(now, o.ready());
-        OwnerFilter.Batch b = OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())
-                ? o.filter.drain()
-                : null;
-        if (b != null) {
+        if (OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())) {
             o.lastBatchMillis = now;
             if (s.unseenGeneration() != generation) {
                 return; // this epoch is over: the next round starts a new one
             }
-            ByteBuffer blob = SyncCodec.encode(b.hashes(), b.removals());
-            o.bytesSent.addAndGet(blob.remaining());
-            o.batchBytesSent.addAndGet(blob.remaining());
-            o.changesSent.addAndGet(b.size());
-            SyncKeyspace.writeBatch(me, o.table, b, blob);
+            for (int r = 0; r < view.size(); r++) {
+                OwnerFilter.Batch b = o.filter.drain(r);
+                if (b == null) {
+                    continue;
+                }
+                ByteBuffer blob = SyncCodec.encode(b.hashes(), b.removals());
+                o.bytesSent.addAndGet(blob.remaining());
+                o.batchBytesSent.addAndGet(blob.remaining());
+                o.changesSent.addAndGet(b.size());
+                SyncKeyspace.sendBatch(view, r, me, o.table, b, blob);
+            }
         }
-        if (o.outgrown(o.filter.publishedCount())) {
-            sendSnapshot(me, o, false, OwnerTable.GROWTH_HEADROOM);
-        } else if (o.snapshotWanted && now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS) {
-            sendSnapshot(me, o, false, OwnerTable.HEADROOM);
+        List<Integer> grown = new ArrayList<>();
+        List<Integer> asked = new ArrayList<>();
+        boolean mayAnswer = now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS;
+        for (int r = 0; r < view.size(); r++) {
+            if (o.outgrown(r)) {
+                grown.add(r);
+            } else if (mayAnswer && o.snapshotWanted.contains(view.hostIds[r])) {
+                asked.add(r);
+            }
         }
+        sendSnapshots(me, o, view, grown, false, OwnerTable.GROWTH_HEADROOM);
+        sendSnapshots(me, o, view, asked, false, OwnerTable.HEADROOM);
         beat(me, o, now, o.ready());
     }
 
+    /** Sends a heartbeat to every receiver of the epoch, if one is due. */
     private void beat(UUID me, OwnerTable o, long now, boolean ready) {
         if (!o.beatDue(now, ready && o.ready())) {
             return;
         }
-        OwnerFilter.Position p = o.filter.position();
-        // Checked after the position is taken: data unseen by then makes the claim false.
+        RingView view = o.filter.view();
+        if (view == null) {
+            return; // no epoch yet: no copy to tell anything
+        }
+        OwnerFilter.Position[] at = new OwnerFilter.Position[view.size()];
+        for (int r = 0; r < at.length; r++) {
+            at[r] = o.filter.position(r);
+        }
+        // Checked after the positions are taken: data unseen by then makes the claim false.
         boolean claim = ready && o.ready();
-        SyncKeyspace.writeBeat(me, o.table, p.epoch(), p.seq(), p.atMillis(), claim);
+        for (int r = 0; r < at.length; r++) {
+            SyncKeyspace.sendBeat(view, r, me, o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
+        }
         o.lastBeatMillis = now;
-        o.lastBeatEpoch = p.epoch();
+        o.lastBeatEpoch = at.length == 0 ? o.filter.epoch() : at[0].epoch();
         o.lastBeatClaim = claim;
     }
 
     /**
      * A new epoch: the published set is rebuilt from the data (every key the storage filter calls
-     * live, while the write path reports new ones as they come), then sent as a snapshot.
+     * live, while the write path reports new ones as they come), then sent to each receiver as a
+     * snapshot of the keys it holds.
      */
-    private void startEpoch(UUID me, OwnerTable o, long generation) throws IOException {
+    private void startEpoch(UUID me, OwnerTable o, long generation, RingView view) throws IOException {
         o.published = false;
         long started = System.currentTimeMillis();
-        o.filter.newEpoch();
+        o.filter.newEpoch(view);
+        o.snapshotCapacity = new long[view.size()];
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
         o.storage.forEachKey(key -> {
-            long hash = Hashing.hash(key);
-            o.filter.decide(hash, () -> o.live(key, nowInSec));
+            long k = NodeKey.of(o.storage.partitionToken(key));
+            o.filter.decide(k, () -> o.live(key, nowInSec));
         });
         if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
             return; // something arrived unseen meanwhile: the next round starts again
@@ -235,16 +264,21 @@ final class Publisher {
             beat(me, o, System.currentTimeMillis(), false);
             return;
         }
-        sendSnapshot(me, o, true, OwnerTable.HEADROOM);
+        List<Integer> all = new ArrayList<>(view.size());
+        for (int r = 0; r < view.size(); r++) {
+            all.add(r);
+        }
+        sendSnapshots(me, o, view, all, true, OwnerTable.HEADROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
         o.lastBeatMillis = 0; // say "ready" at once
         beat(me, o, System.currentTimeMillis(), true);
         logger.debug(
-                "Needle node filter of {}: epoch {} published, {} keys, in {} ms",
+                "Needle node filter of {}: epoch {} published, {} keys to {}, in {} ms",
                 o.name(),
                 o.filter.epoch(),
                 o.filter.publishedCount(),
+                view,
                 System.currentTimeMillis() - started);
     }
 
@@ -260,31 +294,45 @@ final class Publisher {
                 FULL_RETRY_MILLIS / 60_000);
     }
 
-    private void sendSnapshot(UUID me, OwnerTable o, boolean firstOfEpoch, double headroom) throws IOException {
-        OwnerFilter.Snapshot snap = o.filter.snapshot(firstOfEpoch);
-        // Within an epoch a snapshot has no less room than the last one gave the copies.
-        KeyFilter f = o.snapshotFilter(snap.hashes(), headroom, firstOfEpoch ? 0 : o.snapshotCapacity);
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        f.writeTo(out);
-        byte[] bytes = out.toByteArray();
-        int chunks = Math.max(1, (bytes.length + CHUNK_BYTES - 1) / CHUNK_BYTES);
-        for (int i = 0; i < chunks; i++) {
-            int from = i * CHUNK_BYTES;
-            int len = Math.min(CHUNK_BYTES, bytes.length - from);
-            SyncKeyspace.writeSnapshotChunk(
-                    me,
-                    o.table,
-                    snap.epoch(),
-                    snap.seq(),
-                    i,
-                    chunks,
-                    snap.cutMillis(),
-                    o.options.filter.name().toLowerCase(java.util.Locale.ROOT),
-                    ByteBuffer.wrap(bytes, from, len));
+    /**
+     * Sends receivers {@code rs} a snapshot of the keys each holds: with {@code firstOfEpoch}, the
+     * epoch's first (their queued changes are in it and dropped).
+     */
+    private void sendSnapshots(
+            UUID me, OwnerTable o, RingView view, List<Integer> rs, boolean firstOfEpoch, double headroom)
+            throws IOException {
+        if (rs.isEmpty()) {
+            return;
         }
-        o.bytesSent.addAndGet(bytes.length);
-        o.snapshotsSent.incrementAndGet();
-        o.snapshotWanted = false;
+        int[] receivers = rs.stream().mapToInt(Integer::intValue).toArray();
+        OwnerFilter.Snapshot[] snaps = o.filter.snapshots(receivers, firstOfEpoch);
+        for (int i = 0; i < receivers.length; i++) {
+            int r = receivers[i];
+            OwnerFilter.Snapshot snap = snaps[i];
+            // Within an epoch a snapshot has no less room than the last one gave the copy.
+            KeyFilter f = o.snapshotFilter(r, snap.hashes(), headroom, firstOfEpoch ? 0 : o.snapshotCapacity[r]);
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            f.writeTo(out);
+            byte[] bytes = out.toByteArray();
+            int chunks = Math.max(1, (bytes.length + CHUNK_BYTES - 1) / CHUNK_BYTES);
+            for (int c = 0; c < chunks; c++) {
+                int from = c * CHUNK_BYTES;
+                int len = Math.min(CHUNK_BYTES, bytes.length - from);
+                SyncKeyspace.sendSnapshotChunk(
+                        view,
+                        r,
+                        me,
+                        o.table,
+                        snap,
+                        c,
+                        chunks,
+                        o.options.filter.name().toLowerCase(java.util.Locale.ROOT),
+                        ByteBuffer.wrap(bytes, from, len));
+            }
+            o.bytesSent.addAndGet(bytes.length);
+            o.snapshotsSent.incrementAndGet();
+            o.snapshotWanted.remove(view.hostIds[r]);
+        }
         o.lastSnapshotMillis = System.currentTimeMillis();
     }
 }

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * The bytes of a batch of changes in the sync keyspace ({@code format/node-filter-sync-v1.md}):
+ * The bytes of a batch of changes in the sync keyspace ({@code format/node-filter-sync-v2.md}):
  * a count, a bitmap of which changes are removals, and the 64-bit key hashes, little-endian.
  * About 8.1 bytes per change.
  */

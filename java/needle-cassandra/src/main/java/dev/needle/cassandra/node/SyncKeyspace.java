@@ -4,18 +4,30 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.cassandra.cql3.QueryProcessor;
-import org.apache.cassandra.cql3.UntypedResultSet;
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.Mutation;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.exceptions.RequestFailureReason;
+import org.apache.cassandra.locator.InetAddressAndPort;
+import org.apache.cassandra.net.Message;
+import org.apache.cassandra.net.MessagingService;
+import org.apache.cassandra.net.RequestCallback;
+import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.TimeUUID;
 
 /**
- * The keyspace that carries node filters between nodes: Cassandra's own write path is the
- * broadcast. Every node is a replica (replication factor above any cluster size), so an owner's
- * write at consistency ONE reaches every node, as hints when a node is down, and every node can
- * catch up from its own replica. Node filters travel as snapshots (the whole filter, in chunks)
- * and ordered batches of changes; heartbeats say how far an owner has got.
+ * The keyspace that carries node filters between nodes. An owner sends each row straight to the
+ * node it is for (a {@link RingView} receiver: the key's other replicas, or every other node), as
+ * a mutation of this keyspace; every node is a replica of it (replication factor above any
+ * cluster size), so each node applies what it is sent, and its {@link SyncIndex} hands the row to
+ * its copies. Node filters travel as snapshots (the filter of the keys a receiver holds, in
+ * chunks) and ordered batches of changes; heartbeats say how far an owner has got. A row that
+ * does not arrive (a node down, a timeout) is not sent again: the receiver's copy finds the gap
+ * and asks for a snapshot.
  *
  * <p>The plugin creates it itself (idempotently, with fixed table ids so that several nodes
  * creating it at once agree); {@link #SCHEMA} is the CQL for operators who create it first.
@@ -29,6 +41,8 @@ public final class SyncKeyspace {
     static final long BUCKET = 1 << 16;
     /** By name, so that printing the schema needs no Cassandra classes. */
     private static final String INDEX_CLASS = "dev.needle.cassandra.node.SyncIndex";
+    /** The tables rows travel in, each with a {@link SyncIndex}. */
+    static final String[] TABLES = {"snapshot_chunks", "batches", "heartbeats", "requests"};
 
     private static String id(String table) {
         return UUID.nameUUIDFromBytes((NAME + "." + table).getBytes(StandardCharsets.UTF_8))
@@ -40,26 +54,30 @@ public final class SyncKeyspace {
             "CREATE KEYSPACE IF NOT EXISTS " + NAME + " WITH replication = {'class': 'SimpleStrategy', "
                     + "'replication_factor': " + REPLICATION_FACTOR + "} AND durable_writes = false",
             "CREATE TABLE IF NOT EXISTS " + NAME
-                    + ".snapshots (owner uuid, table_id uuid, epoch bigint, base_seq bigint,"
-                    + " chunk int, chunks int, cut_millis bigint, kind text, filter blob,"
-                    + " PRIMARY KEY ((owner, table_id, epoch), base_seq, chunk))"
-                    + " WITH ID = '" + id("snapshots")
+                    + ".snapshot_chunks (receiver uuid, owner uuid, table_id uuid, epoch bigint, base_seq bigint,"
+                    + " chunk int, chunks int, cut_millis bigint, ring bigint, kind text, filter blob,"
+                    + " PRIMARY KEY ((receiver, owner, table_id, epoch), base_seq, chunk))"
+                    + " WITH ID = '" + id("snapshot_chunks")
                     + "' AND default_time_to_live = 7200 AND gc_grace_seconds = 3600",
-            "CREATE TABLE IF NOT EXISTS " + NAME + ".deltas (owner uuid, table_id uuid, epoch bigint, bucket bigint,"
+            "CREATE TABLE IF NOT EXISTS " + NAME
+                    + ".batches (receiver uuid, owner uuid, table_id uuid, epoch bigint, bucket bigint,"
                     + " seq_start bigint, seq_end bigint, cut_millis bigint, changes blob,"
-                    + " PRIMARY KEY ((owner, table_id, epoch, bucket), seq_start))"
-                    + " WITH ID = '" + id("deltas") + "' AND default_time_to_live = 3600 AND gc_grace_seconds = 3600"
+                    + " PRIMARY KEY ((receiver, owner, table_id, epoch, bucket), seq_start))"
+                    + " WITH ID = '" + id("batches") + "' AND default_time_to_live = 3600 AND gc_grace_seconds = 3600"
                     + " AND compaction = {'class': 'TimeWindowCompactionStrategy', 'compaction_window_unit': 'MINUTES',"
                     + " 'compaction_window_size': '10'}",
-            "CREATE TABLE IF NOT EXISTS " + NAME + ".beats (owner uuid, table_id uuid, epoch bigint, seq bigint,"
-                    + " cut_millis bigint, ready boolean, PRIMARY KEY ((owner), table_id))"
-                    + " WITH ID = '" + id("beats") + "' AND default_time_to_live = 600 AND gc_grace_seconds = 600",
+            "CREATE TABLE IF NOT EXISTS " + NAME
+                    + ".heartbeats (receiver uuid, owner uuid, table_id uuid, epoch bigint, seq bigint,"
+                    + " cut_millis bigint, ready boolean, PRIMARY KEY ((receiver, owner), table_id))"
+                    + " WITH ID = '" + id("heartbeats") + "' AND default_time_to_live = 600 AND gc_grace_seconds = 600",
             "CREATE TABLE IF NOT EXISTS " + NAME + ".requests (owner uuid, id timeuuid, table_id uuid, kind text,"
                     + " requester uuid, key blob, PRIMARY KEY ((owner), id))"
                     + " WITH ID = '" + id("requests") + "' AND default_time_to_live = 600 AND gc_grace_seconds = 600",
-            "CREATE CUSTOM INDEX IF NOT EXISTS snapshots_sync ON " + NAME + ".snapshots () USING '" + INDEX_CLASS + "'",
-            "CREATE CUSTOM INDEX IF NOT EXISTS deltas_sync ON " + NAME + ".deltas () USING '" + INDEX_CLASS + "'",
-            "CREATE CUSTOM INDEX IF NOT EXISTS beats_sync ON " + NAME + ".beats () USING '" + INDEX_CLASS + "'",
+            "CREATE CUSTOM INDEX IF NOT EXISTS snapshot_chunks_sync ON " + NAME + ".snapshot_chunks () USING '"
+                    + INDEX_CLASS + "'",
+            "CREATE CUSTOM INDEX IF NOT EXISTS batches_sync ON " + NAME + ".batches () USING '" + INDEX_CLASS + "'",
+            "CREATE CUSTOM INDEX IF NOT EXISTS heartbeats_sync ON " + NAME + ".heartbeats () USING '" + INDEX_CLASS
+                    + "'",
             "CREATE CUSTOM INDEX IF NOT EXISTS requests_sync ON " + NAME + ".requests () USING '" + INDEX_CLASS + "'");
 
     private SyncKeyspace() {}
@@ -77,7 +95,7 @@ public final class SyncKeyspace {
         if (ks == null) {
             return false;
         }
-        for (String t : new String[] {"snapshots", "deltas", "beats", "requests"}) {
+        for (String t : TABLES) {
             var table = ks.getTableOrViewNullable(t);
             if (table == null || table.indexes.size() != 1) {
                 return false;
@@ -93,57 +111,80 @@ public final class SyncKeyspace {
         }
     }
 
-    static void writeSnapshotChunk(
+    /** Rows this node could not deliver (the receiver down, slow or gone): its copy asks for a snapshot. */
+    static final AtomicLong sendFailures = new AtomicLong();
+
+    private static final RequestCallback<Object> COUNT_FAILURES = new RequestCallback<>() {
+        @Override
+        public void onResponse(Message<Object> msg) {}
+
+        @Override
+        public void onFailure(InetAddressAndPort from, RequestFailureReason reason) {
+            sendFailures.incrementAndGet();
+        }
+
+        @Override
+        public boolean invokeOnFailure() {
+            return true;
+        }
+    };
+
+    private static PartitionUpdate.SimpleBuilder row(String table, Object... partitionKey) {
+        TableMetadata t = Schema.instance.getTableMetadata(NAME, table);
+        if (t == null) {
+            throw new IllegalStateException(NAME + "." + table + " does not exist here");
+        }
+        PartitionUpdate.SimpleBuilder b = PartitionUpdate.simpleBuilder(t, partitionKey);
+        b.ttl(t.params.defaultTimeToLive);
+        return b;
+    }
+
+    /** Sends the row {@code b} to receiver {@code r} of {@code view} alone, without waiting for it to arrive. */
+    private static void send(RingView view, int r, PartitionUpdate.SimpleBuilder b) {
+        Mutation m = b.buildAsMutation();
+        MessagingService.instance()
+                .sendWithCallback(Message.out(Verb.MUTATION_REQ, m), view.endpoints[r], COUNT_FAILURES);
+    }
+
+    static void sendSnapshotChunk(
+            RingView view,
+            int r,
             UUID owner,
             UUID table,
-            long epoch,
-            long baseSeq,
+            OwnerFilter.Snapshot snap,
             int chunk,
             int chunks,
-            long cutMillis,
             String kind,
             ByteBuffer filter) {
-        QueryProcessor.execute(
-                "INSERT INTO " + NAME + ".snapshots (owner, table_id, epoch, base_seq, chunk, chunks, cut_millis,"
-                        + " kind, filter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ConsistencyLevel.ONE,
-                owner,
-                table,
-                epoch,
-                baseSeq,
-                chunk,
-                chunks,
-                cutMillis,
-                kind,
-                filter);
+        PartitionUpdate.SimpleBuilder b = row("snapshot_chunks", view.hostIds[r], owner, table, snap.epoch());
+        b.row(snap.seq(), chunk)
+                .add("chunks", chunks)
+                .add("cut_millis", snap.cutMillis())
+                .add("ring", view.fingerprint)
+                .add("kind", kind)
+                .add("filter", filter);
+        send(view, r, b);
     }
 
-    static void writeBatch(UUID owner, UUID table, OwnerFilter.Batch b, ByteBuffer changes) {
-        QueryProcessor.execute(
-                "INSERT INTO " + NAME + ".deltas (owner, table_id, epoch, bucket, seq_start, seq_end, cut_millis,"
-                        + " changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ConsistencyLevel.ONE,
-                owner,
-                table,
-                b.epoch(),
-                b.seqStart() / BUCKET,
-                b.seqStart(),
-                b.seqEnd(),
-                b.cutMillis(),
-                changes);
+    static void sendBatch(RingView view, int r, UUID owner, UUID table, OwnerFilter.Batch batch, ByteBuffer changes) {
+        PartitionUpdate.SimpleBuilder b =
+                row("batches", view.hostIds[r], owner, table, batch.epoch(), batch.seqStart() / BUCKET);
+        b.row(batch.seqStart())
+                .add("seq_end", batch.seqEnd())
+                .add("cut_millis", batch.cutMillis())
+                .add("changes", changes);
+        send(view, r, b);
     }
 
-    static void writeBeat(UUID owner, UUID table, long epoch, long seq, long cutMillis, boolean ready) {
-        QueryProcessor.execute(
-                "INSERT INTO " + NAME + ".beats (owner, table_id, epoch, seq, cut_millis, ready)"
-                        + " VALUES (?, ?, ?, ?, ?, ?)",
-                ConsistencyLevel.ONE,
-                owner,
-                table,
-                epoch,
-                seq,
-                cutMillis,
-                ready);
+    static void sendBeat(
+            RingView view, int r, UUID owner, UUID table, long epoch, long seq, long cutMillis, boolean ready) {
+        PartitionUpdate.SimpleBuilder b = row("heartbeats", view.hostIds[r], owner);
+        b.row(table)
+                .add("epoch", epoch)
+                .add("seq", seq)
+                .add("cut_millis", cutMillis)
+                .add("ready", ready);
+        send(view, r, b);
     }
 
     /** Asks {@code owner} to send its snapshot of a table again, or to check a key ("verify"). */
@@ -158,33 +199,5 @@ public final class SyncKeyspace {
                 kind,
                 requester,
                 key == null ? ByteBuffer.allocate(0) : key);
-    }
-
-    /** This node's replica of an owner's latest snapshot chunks of one epoch (for catching up after a restart). */
-    static UntypedResultSet readSnapshot(UUID owner, UUID table, long epoch) {
-        return QueryProcessor.executeInternal(
-                "SELECT base_seq, chunk, chunks, cut_millis, kind, filter FROM " + NAME
-                        + ".snapshots WHERE owner = ? AND table_id = ? AND epoch = ?",
-                owner,
-                table,
-                epoch);
-    }
-
-    /** This node's replica of an owner's batches of one epoch from {@code seqStart} on. */
-    static UntypedResultSet readBatches(UUID owner, UUID table, long epoch, long bucket, long fromSeq) {
-        return QueryProcessor.executeInternal(
-                "SELECT seq_start, seq_end, cut_millis, changes FROM " + NAME + ".deltas"
-                        + " WHERE owner = ? AND table_id = ? AND epoch = ? AND bucket = ? AND seq_start >= ?",
-                owner,
-                table,
-                epoch,
-                bucket,
-                fromSeq);
-    }
-
-    /** Every heartbeat this node holds. */
-    static UntypedResultSet readBeats() {
-        return QueryProcessor.executeInternal(
-                "SELECT owner, table_id, epoch, seq, cut_millis, ready FROM " + NAME + ".beats");
     }
 }

@@ -1,6 +1,7 @@
 package dev.needle.cassandra.storage;
 
 import java.nio.ByteBuffer;
+import org.apache.cassandra.dht.Token;
 
 /**
  * What a table's storage filter tells whoever publishes its keys to other nodes (the node
@@ -13,14 +14,14 @@ public interface KeyEvents {
      * withLiveData} when it holds data that is live at its own time (an insert or update, not
      * only deletions or expired cells).
      */
-    void written(ByteBuffer key, long hash, boolean withLiveData);
+    void written(ByteBuffer key, Token token, boolean withLiveData);
 
     /** A feedback read proved that this key holds no live data here. */
-    void provenDead(ByteBuffer key, long hash);
+    void provenDead(ByteBuffer key, Token token);
 
     /**
      * An SSTable that did not come through this node's write path (streaming, import) holds this
      * key, perhaps live; reported before the SSTable goes live where Cassandra allows it.
      */
-    void arriving(long hash);
+    void arriving(Token token);
 }

@@ -105,12 +105,13 @@ final class KeySetObserver implements SSTableFlushObserver {
 
     private void finishPartition() {
         if (token != null) {
-            builder.add(token, hash, live);
+            Token t = token;
+            builder.add(t, hash, live);
             token = null;
             if (live && reportArrivals) {
                 KeyEvents events = filter.events();
                 if (events != null) {
-                    events.arriving(hash);
+                    events.arriving(t);
                 }
             }
         }

@@ -161,7 +161,7 @@ public final class StorageFilter {
                     metrics.feedbackRemovals.inc();
                     KeyEvents ev = events;
                     if (ev != null) {
-                        ev.provenDead(copy, hash);
+                        ev.provenDead(copy, partitionToken(copy));
                     }
                 }
             } finally {
@@ -311,7 +311,7 @@ public final class StorageFilter {
         }
         try (org.apache.cassandra.io.sstable.KeyReader keys = reader.keyReader()) {
             while (!keys.isExhausted()) {
-                ev.arriving(Keys.hash(keys.key()));
+                ev.arriving(partitionToken(keys.key()));
                 keys.advance();
             }
         } catch (IOException | RuntimeException e) {

@@ -6,6 +6,7 @@ import org.apache.cassandra.db.DeletionTime;
 import org.apache.cassandra.db.RangeTombstone;
 import org.apache.cassandra.db.memtable.Memtable;
 import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.index.Index;
 
 /**
@@ -38,13 +39,14 @@ final class WritePath {
             filter.writeFailed(memtable, t);
             return null;
         }
-        return new Recorder(keys, k, hash, nowInSec);
+        return new Recorder(keys, k, key.getToken(), hash, nowInSec);
     }
 
     /** Records one partition update. */
     private final class Recorder implements Index.Indexer {
         private final MemtableKeys keys;
         private final ByteBuffer key;
+        private final Token token;
         private final long hash;
         private final int stripe;
         private final long nowInSec;
@@ -52,9 +54,10 @@ final class WritePath {
         /** The update holds data live at its time: the node filter publishes the key without a lookup. */
         private boolean withLiveData;
 
-        Recorder(MemtableKeys keys, ByteBuffer key, long hash, long nowInSec) {
+        Recorder(MemtableKeys keys, ByteBuffer key, Token token, long hash, long nowInSec) {
             this.keys = keys;
             this.key = key;
+            this.token = token;
             this.hash = hash;
             this.stripe = FeedbackRemoval.stripe(hash);
             this.nowInSec = nowInSec;
@@ -124,7 +127,7 @@ final class WritePath {
             KeyEvents events = filter.events();
             if (events != null) {
                 try {
-                    events.written(key, hash, withLiveData);
+                    events.written(key, token, withLiveData);
                 } catch (Throwable t) {
                     filter.eventFailed(t);
                 }

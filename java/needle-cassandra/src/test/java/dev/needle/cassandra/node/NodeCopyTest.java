@@ -26,6 +26,18 @@ import org.junit.jupiter.api.Test;
  */
 class NodeCopyTest {
     private static final double FP = 0.001;
+    private static final long RING = 42;
+    /** One receiver, which gets every key. */
+    private static final RingView VIEW =
+            RingView.everyKeyTo(RING, new java.util.UUID[] {java.util.UUID.randomUUID()}, null);
+
+    private static final int[] ONE = {0};
+
+    private static OwnerFilter oneReceiver() {
+        OwnerFilter owner = new OwnerFilter();
+        owner.newEpoch(VIEW);
+        return owner;
+    }
 
     private static KeyFilter filterOf(long[] hashes) {
         KeyFilter f = CuckooFilter.create(Math.max(4096, hashes.length * 2L), FP);
@@ -87,17 +99,17 @@ class NodeCopyTest {
     }
 
     private static void run(Random rnd, boolean growing) {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver();
         Map<Long, Boolean> live = new HashMap<>();
         long[] keys = new long[500];
         for (int i = 0; i < keys.length; i++) {
             keys[i] = rnd.nextLong();
         }
-        OwnerFilter.Snapshot first = owner.snapshot(true);
+        OwnerFilter.Snapshot first = owner.snapshots(ONE, true)[0];
         History history = new History();
         history.atSeq.put(first.seq(), Set.of());
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(first.epoch(), first.seq(), first.cutMillis(), snapshotFilter(first.hashes(), growing), 0);
+        copy.snapshot(first.epoch(), first.seq(), first.cutMillis(), RING, snapshotFilter(first.hashes(), growing), 0);
         copy.heartbeat(first.epoch(), first.seq(), first.cutMillis(), true);
         List<OwnerFilter.Batch> inFlight = new ArrayList<>();
         List<OwnerFilter.Snapshot> snapshotsInFlight = new ArrayList<>();
@@ -109,7 +121,7 @@ class NodeCopyTest {
                 live.put(k, nowLive);
                 owner.decide(k, () -> live.getOrDefault(k, false));
             }
-            OwnerFilter.Batch b = owner.drain();
+            OwnerFilter.Batch b = owner.drain(0);
             if (b != null) {
                 history.apply(b);
                 inFlight.add(b);
@@ -129,7 +141,7 @@ class NodeCopyTest {
             assertTrue(growing || copy.current().usable, "a copy without growth stopped being trusted");
             boolean wanted = copy.needsSnapshot() && rnd.nextInt(4) == 0;
             if (wanted || (growing && rnd.nextInt(15) == 0)) {
-                OwnerFilter.Snapshot s = owner.snapshot(false);
+                OwnerFilter.Snapshot s = owner.snapshot(0);
                 assertEquals(history.current, toSet(s.hashes()), "the snapshot is the published set");
                 snapshotsInFlight.add(s);
             }
@@ -138,7 +150,7 @@ class NodeCopyTest {
                 if (!growing || rnd.nextInt(3) == 0) {
                     OwnerFilter.Snapshot s = snapshotsInFlight.remove(i);
                     boolean wasFull = copy.needsSnapshot() && copy.current() != null && !copy.current().usable;
-                    copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), snapshotFilter(s.hashes(), growing), round);
+                    copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), RING, snapshotFilter(s.hashes(), growing), round);
                     mended |= wasFull && copy.current().usable;
                     check(copy, history);
                 }
@@ -174,15 +186,15 @@ class NodeCopyTest {
 
     @Test
     void aBatchAfterAGapWaitsAndTheCopyAsksForASnapshot() {
-        OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
+        OwnerFilter owner = oneReceiver();
+        OwnerFilter.Snapshot s = owner.snapshots(ONE, true)[0];
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), 0);
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), RING, filterOf(s.hashes()), 0);
         copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
         owner.publish(1);
-        OwnerFilter.Batch lost = owner.drain();
+        OwnerFilter.Batch lost = owner.drain(0);
         owner.publish(2);
-        OwnerFilter.Batch next = owner.drain();
+        OwnerFilter.Batch next = owner.drain(0);
         copy.batch(next, 1);
         assertEquals(s.seq(), copy.appliedSeq(), "a batch after a gap was applied");
         assertTrue(copy.needsSnapshot());
@@ -190,42 +202,42 @@ class NodeCopyTest {
         copy.batch(lost, 2);
         assertEquals(next.seqEnd(), copy.appliedSeq(), "the waiting batch follows once the gap is filled");
         assertFalse(copy.needsSnapshot());
-        assertTrue(copy.current().filter.mightContainHash(1)
-                && copy.current().filter.mightContainHash(2));
+        assertTrue(copy.current().filter.mightContainHash(NodeKey.filterHash(1))
+                && copy.current().filter.mightContainHash(NodeKey.filterHash(2)));
     }
 
     @Test
     void trustNeedsAReadyOwnerOfTheSameEpochAndAFreshHeartbeat() {
-        OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
+        OwnerFilter owner = oneReceiver();
+        OwnerFilter.Snapshot s = owner.snapshots(ONE, true)[0];
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
         assertNull(copy.current());
         long t0 = s.cutMillis();
-        copy.snapshot(s.epoch(), s.seq(), t0, filterOf(s.hashes()), 0);
+        copy.snapshot(s.epoch(), s.seq(), t0, RING, filterOf(s.hashes()), 0);
         assertFalse(copy.current().trusted(t0, 1_000), "trusted before the owner said it is ready");
         copy.heartbeat(s.epoch(), s.seq(), t0 + 500, true);
         assertTrue(copy.current().trusted(t0 + 1_400, 1_000));
         assertFalse(copy.current().trusted(t0 + 1_600, 1_000), "trusted beyond the staleness bound");
         // A heartbeat ahead of what the copy has applied does not make it fresher.
         owner.publish(7);
-        OwnerFilter.Position p = owner.position();
+        OwnerFilter.Position p = owner.position(0);
         long later = p.atMillis() + 5_000;
         copy.heartbeat(p.epoch(), p.seq(), later, true);
         assertFalse(copy.current().trusted(later, 1_000), "fresh on a heartbeat the copy has not caught up with");
-        copy.batch(owner.drain(), 3);
+        copy.batch(owner.drain(0), 3);
         assertTrue(copy.current().trusted(later, 1_000), "the heartbeat counts once its changes are applied");
         // The owner restarts: a new, larger epoch; the old copy is not used.
         long oldEpoch = s.epoch();
-        owner.newEpoch();
+        owner.newEpoch(VIEW);
         assertTrue(owner.epoch() > oldEpoch);
         copy.heartbeat(owner.epoch(), 0, later, false);
         assertFalse(copy.current().usable);
         assertTrue(copy.needsSnapshot());
         // A late snapshot of the old epoch is ignored; the new one replaces the copy.
-        copy.snapshot(oldEpoch, 99, later, filterOf(new long[] {5}), 4);
+        copy.snapshot(oldEpoch, 99, later, RING, filterOf(new long[] {5}), 4);
         assertEquals(oldEpoch, copy.current().epoch);
-        OwnerFilter.Snapshot s2 = owner.snapshot(true);
-        copy.snapshot(s2.epoch(), s2.seq(), s2.cutMillis(), filterOf(s2.hashes()), 5);
+        OwnerFilter.Snapshot s2 = owner.snapshots(ONE, true)[0];
+        copy.snapshot(s2.epoch(), s2.seq(), s2.cutMillis(), RING, filterOf(s2.hashes()), 5);
         copy.heartbeat(s2.epoch(), s2.seq(), s2.cutMillis(), true);
         assertEquals(s2.epoch(), copy.current().epoch);
         assertTrue(copy.current().usable);
@@ -234,29 +246,29 @@ class NodeCopyTest {
     /** The last batches lost, nothing after them but heartbeats: the copy asks for a snapshot, and the snapshot settles it. */
     @Test
     void heartbeatsAheadOfEveryBatchMeanAGap() {
-        OwnerFilter owner = new OwnerFilter();
-        OwnerFilter.Snapshot s = owner.snapshot(true);
+        OwnerFilter owner = oneReceiver();
+        OwnerFilter.Snapshot s = owner.snapshots(ONE, true)[0];
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes()), 0);
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), RING, filterOf(s.hashes()), 0);
         copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
         assertFalse(copy.needsSnapshot());
         owner.publish(9);
-        owner.drain(); // lost
-        OwnerFilter.Position p = owner.position();
+        owner.drain(0); // lost
+        OwnerFilter.Position p = owner.position(0);
         copy.heartbeat(p.epoch(), p.seq(), p.atMillis(), true);
         assertTrue(copy.needsSnapshot(), "the owner is further on than any batch that came");
-        OwnerFilter.Snapshot again = owner.snapshot(false);
-        copy.snapshot(again.epoch(), again.seq(), again.cutMillis(), filterOf(again.hashes()), 1);
+        OwnerFilter.Snapshot again = owner.snapshot(0);
+        copy.snapshot(again.epoch(), again.seq(), again.cutMillis(), RING, filterOf(again.hashes()), 1);
         assertFalse(copy.needsSnapshot(), "still asking after the snapshot");
         assertTrue(copy.current().trusted(p.atMillis(), 1_000), "the heartbeat counts once the snapshot covers it");
-        assertTrue(copy.current().filter.mightContainHash(9));
+        assertTrue(copy.current().filter.mightContainHash(NodeKey.filterHash(9)));
     }
 
     /** A copy of {@code owner}'s new epoch in a filter for {@code capacity} keys, trusted. */
     private static NodeCopy trustedCopy(OwnerFilter owner, long capacity) {
-        OwnerFilter.Snapshot s = owner.snapshot(true);
+        OwnerFilter.Snapshot s = owner.snapshots(ONE, true)[0];
         NodeCopy copy = new NodeCopy(java.util.UUID.randomUUID());
-        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), filterOf(s.hashes(), capacity), 0);
+        copy.snapshot(s.epoch(), s.seq(), s.cutMillis(), RING, filterOf(s.hashes(), capacity), 0);
         copy.heartbeat(s.epoch(), s.seq(), s.cutMillis(), true);
         return copy;
     }
@@ -276,7 +288,7 @@ class NodeCopyTest {
      */
     @Test
     void aBiggerSnapshotOvertakenByLaterBatchesIsTakenAndTheyAreAppliedAgain() {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver();
         NodeCopy copy = trustedCopy(owner, 64);
         long small = copy.current().filter.capacity();
         OwnerFilter.Snapshot bigger = null;
@@ -287,51 +299,51 @@ class NodeCopyTest {
                 keys.add(rnd.nextLong());
                 owner.publish(keys.get(keys.size() - 1));
             }
-            copy.batch(owner.drain(), b);
+            copy.batch(owner.drain(0), b);
             if (b == 3) {
-                bigger = owner.snapshot(false); // sent now, delivered after every batch below
+                bigger = owner.snapshot(0); // sent now, delivered after every batch below
             }
         }
         assertTrue(copy.needsSnapshot(), "400 keys fit in a filter for " + small);
         assertFalse(copy.current().usable, "a full copy is trusted");
-        long last = owner.position().seq();
+        long last = owner.position(0).seq();
         assertEquals(last, copy.appliedSeq());
-        copy.snapshot(bigger.epoch(), bigger.seq(), bigger.cutMillis(), filterOf(bigger.hashes(), 1024), 50);
+        copy.snapshot(bigger.epoch(), bigger.seq(), bigger.cutMillis(), RING, filterOf(bigger.hashes(), 1024), 50);
         assertEquals(last, copy.appliedSeq(), "the copy is behind the batches it had applied");
         assertFalse(copy.needsSnapshot(), "the copy still asks for a snapshot");
         assertTrue(copy.current().usable);
         assertEquals(400, copy.current().filter.count());
         for (long k : keys) {
-            assertTrue(copy.current().filter.mightContainHash(k), "a false negative for key " + k);
+            assertTrue(copy.current().filter.mightContainHash(NodeKey.filterHash(k)), "a false negative for key " + k);
         }
         // An owner that grows while no copy is full: the bigger snapshot is taken as well.
-        OwnerFilter.Snapshot grown = owner.snapshot(false);
+        OwnerFilter.Snapshot grown = owner.snapshot(0);
         owner.publish(rnd.nextLong());
-        copy.batch(owner.drain(), 60);
-        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 61);
+        copy.batch(owner.drain(0), 60);
+        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), RING, filterOf(grown.hashes(), 4096), 61);
         assertTrue(copy.current().filter.capacity() >= 4096, "the bigger filter was not taken");
         assertEquals(401, copy.current().filter.count());
-        assertEquals(owner.position().seq(), copy.appliedSeq());
+        assertEquals(owner.position(0).seq(), copy.appliedSeq());
         // A snapshot of the same size behind the batches changes nothing.
         KeyFilter held = copy.current().filter;
-        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), filterOf(grown.hashes(), 4096), 62);
+        copy.snapshot(grown.epoch(), grown.seq(), grown.cutMillis(), RING, filterOf(grown.hashes(), 4096), 62);
         assertTrue(held == copy.current().filter, "a snapshot no bigger and behind the batches replaced the copy");
     }
 
     /** A full copy that has applied every batch takes a snapshot at the same sequence number (an idle owner). */
     @Test
     void aFullCopyTakesASnapshotAtTheSequenceNumberItIsAt() {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver();
         NodeCopy copy = trustedCopy(owner, 64);
         Random rnd = new Random(12);
         for (int k = 0; k < 200; k++) {
             owner.publish(rnd.nextLong());
         }
-        copy.batch(owner.drain(), 1);
+        copy.batch(owner.drain(0), 1);
         assertTrue(copy.needsSnapshot());
-        OwnerFilter.Snapshot now = owner.snapshot(false);
+        OwnerFilter.Snapshot now = owner.snapshot(0);
         assertEquals(now.seq(), copy.appliedSeq());
-        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), 512), 2);
+        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), RING, filterOf(now.hashes(), 512), 2);
         assertFalse(copy.needsSnapshot());
         assertEquals(200, copy.current().filter.count());
     }
@@ -342,18 +354,18 @@ class NodeCopyTest {
      */
     @Test
     void aSnapshotBehindTheKeptBatchesMendsOnlyAFullCopyAndLeavesAGap() {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver();
         NodeCopy copy = trustedCopy(owner, 8192);
         Random rnd = new Random(13);
         owner.publish(rnd.nextLong());
-        copy.batch(owner.drain(), 1);
-        OwnerFilter.Snapshot old = owner.snapshot(false);
+        copy.batch(owner.drain(0), 1);
+        OwnerFilter.Snapshot old = owner.snapshot(0);
         for (int b = 0; b < NodeCopy.RECENT_BATCHES + 10; b++) {
             owner.publish(rnd.nextLong());
-            copy.batch(owner.drain(), 2);
+            copy.batch(owner.drain(0), 2);
         }
         KeyFilter held = copy.current().filter;
-        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 3);
+        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), RING, filterOf(old.hashes(), 16384), 3);
         assertTrue(
                 held == copy.current().filter, "a bigger snapshot the kept batches no longer reach back to was taken");
         assertFalse(copy.needsSnapshot());
@@ -362,14 +374,15 @@ class NodeCopyTest {
             for (int i = 0; i < 500; i++) {
                 owner.publish(rnd.nextLong());
             }
-            copy.batch(owner.drain(), 4);
+            copy.batch(owner.drain(0), 4);
         }
         assertFalse(copy.current().usable);
-        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), filterOf(old.hashes(), 16384), 5);
+        copy.snapshot(old.epoch(), old.seq(), old.cutMillis(), RING, filterOf(old.hashes(), 16384), 5);
         assertEquals(old.seq(), copy.appliedSeq(), "a full copy did not take the snapshot");
         assertTrue(copy.needsSnapshot(), "the changes after the snapshot are missing, yet the copy asks for nothing");
-        OwnerFilter.Snapshot now = owner.snapshot(false);
-        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), filterOf(now.hashes(), now.hashes().length * 2L), 6);
+        OwnerFilter.Snapshot now = owner.snapshot(0);
+        copy.snapshot(
+                now.epoch(), now.seq(), now.cutMillis(), RING, filterOf(now.hashes(), now.hashes().length * 2L), 6);
         assertFalse(copy.needsSnapshot());
         assertTrue(copy.current().usable);
     }

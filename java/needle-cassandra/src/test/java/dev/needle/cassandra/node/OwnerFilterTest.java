@@ -1,29 +1,40 @@
 package dev.needle.cassandra.node;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class OwnerFilterTest {
+    /** One receiver, which gets every key. */
+    private static final RingView VIEW = RingView.everyKeyTo(1, new UUID[] {UUID.randomUUID()}, null);
+
+    private static OwnerFilter oneReceiver(long maxPublished) {
+        OwnerFilter owner = new OwnerFilter(maxPublished);
+        owner.newEpoch(VIEW);
+        return owner;
+    }
 
     @Test
     void retractingAnUnpublishedKeyAsksNothingAndQueuesNothing() {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver(OwnerFilter.MAX_PUBLISHED);
         AtomicInteger asked = new AtomicInteger();
         assertFalse(owner.retract(42, () -> {
             asked.incrementAndGet();
             return false;
         }));
         assertEquals(0, asked.get(), "a key never published needs no lookup");
-        assertEquals(null, owner.drain());
+        assertEquals(null, owner.drain(0));
     }
 
     /**
@@ -32,7 +43,7 @@ class OwnerFilterTest {
      */
     @Test
     void aLiveKeyBeyondTheBoundMakesTheSetFullUntilTheNextEpoch() {
-        OwnerFilter owner = new OwnerFilter(3);
+        OwnerFilter owner = oneReceiver(3);
         for (long h = 1; h <= 3; h++) {
             assertTrue(owner.publish(h));
         }
@@ -40,27 +51,27 @@ class OwnerFilterTest {
         assertFalse(owner.publish(4), "no room for a fourth key");
         assertTrue(owner.full());
         assertFalse(owner.isPublished(4));
-        assertEquals(null, owner.drain(), "no batch from an incomplete set");
+        assertEquals(null, owner.drain(0), "no batch from an incomplete set");
         assertTrue(owner.retract(2, () -> false), "removals stay exact");
-        assertEquals(null, owner.drain());
-        owner.newEpoch();
+        assertEquals(null, owner.drain(0));
+        owner.newEpoch(VIEW);
         assertFalse(owner.full());
         assertTrue(owner.publish(4));
-        assertEquals(1, owner.drain().size());
+        assertEquals(1, owner.drain(0).size());
     }
 
     @Test
     void retractWithdrawsOnlyWhatIsNoLongerLive() {
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver(OwnerFilter.MAX_PUBLISHED);
         assertTrue(owner.publish(7));
         assertFalse(owner.publish(7), "published once");
         assertFalse(owner.retract(7, () -> true), "still live: stays published");
         assertTrue(owner.isPublished(7));
         assertTrue(owner.retract(7, () -> false));
         assertFalse(owner.isPublished(7));
-        OwnerFilter.Batch b = owner.drain();
+        OwnerFilter.Batch b = owner.drain(0);
         assertEquals(2, b.size());
-        assertEquals(7, b.hashes()[0]);
+        assertEquals(NodeKey.filterHash(7), b.hashes()[0]);
         assertFalse(b.removals()[0]);
         assertTrue(b.removals()[1]);
         assertEquals(0, b.seqStart());
@@ -71,7 +82,7 @@ class OwnerFilterTest {
     @Test
     void publishedCountFollowsTheSet() {
         Random rnd = new Random(11);
-        OwnerFilter owner = new OwnerFilter();
+        OwnerFilter owner = oneReceiver(OwnerFilter.MAX_PUBLISHED);
         Set<Long> model = new HashSet<>();
         Map<Long, Boolean> live = new HashMap<>();
         for (int i = 0; i < 20_000; i++) {
@@ -100,11 +111,68 @@ class OwnerFilterTest {
             }
             assertEquals(model.size(), owner.publishedCount());
             if (i == 10_000) {
-                owner.newEpoch();
+                owner.newEpoch(VIEW);
                 model.clear();
                 assertEquals(0, owner.publishedCount());
             }
         }
-        assertEquals(model.size(), owner.snapshot(false).hashes().length);
+        assertEquals(model.size(), owner.snapshot(0).hashes().length);
+    }
+
+    /**
+     * A ring of three ranges, (100, -100] wrapping, (-100, 0] and (0, 100], replicated by
+     * receivers {0, 1}, {1, 2} and {2, 0}: a key's changes go to the receivers of its range only,
+     * each receiver numbers its own changes without gaps, and each one's snapshot holds exactly
+     * the published keys of its ranges.
+     */
+    @Test
+    void changesAndSnapshotsGoToTheReceiversOfTheKeysRange() {
+        UUID[] hosts = {UUID.randomUUID(), UUID.randomUUID(), UUID.randomUUID()};
+        long[] tokens = {-100, 0, 100};
+        int[][] receivers = {{0, 1}, {1, 2}, {2, 0}};
+        RingView view = new RingView(7, hosts, null, tokens, receivers);
+        assertArrayEquals(new int[] {0, 1}, view.of(-100), "a range holds its end token");
+        assertArrayEquals(new int[] {1, 2}, view.of(-99));
+        assertArrayEquals(new int[] {2, 0}, view.of(100));
+        assertArrayEquals(new int[] {0, 1}, view.of(101), "above the last token, the ring wraps");
+        assertArrayEquals(new int[] {0, 1}, view.of(Long.MIN_VALUE + 1));
+
+        OwnerFilter owner = new OwnerFilter();
+        owner.newEpoch(view);
+        Random rnd = new Random(5);
+        List<Set<Long>> model = List.of(new HashSet<>(), new HashSet<>(), new HashSet<>());
+        long[] seq = new long[3];
+        for (int i = 0; i < 3_000; i++) {
+            long k = rnd.nextInt(400) - 200;
+            boolean nowLive = rnd.nextInt(3) > 0;
+            if (owner.decide(k, () -> nowLive)) {
+                for (int r : view.of(k)) {
+                    if (nowLive) {
+                        model.get(r).add(NodeKey.filterHash(k));
+                    } else {
+                        model.get(r).remove(NodeKey.filterHash(k));
+                    }
+                }
+            }
+            if (rnd.nextInt(50) == 0) {
+                for (int r = 0; r < 3; r++) {
+                    OwnerFilter.Batch b = owner.drain(r);
+                    if (b != null) {
+                        assertEquals(seq[r], b.seqStart(), "receiver " + r + " missed changes");
+                        assertEquals(b.seqEnd() - b.seqStart(), b.size());
+                        seq[r] = b.seqEnd();
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < 3; r++) {
+            OwnerFilter.Snapshot snap = owner.snapshot(r);
+            Set<Long> got = new HashSet<>();
+            for (long h : snap.hashes()) {
+                got.add(h);
+            }
+            assertEquals(model.get(r), got, "receiver " + r + "'s snapshot");
+            assertEquals(model.get(r).size(), owner.keysFor(r));
+        }
     }
 }

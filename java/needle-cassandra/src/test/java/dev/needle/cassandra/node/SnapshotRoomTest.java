@@ -14,7 +14,9 @@ import org.junit.jupiter.api.Test;
 class SnapshotRoomTest {
 
     private static OwnerTable owner() {
-        return new OwnerTable(UUID.randomUUID(), null, NeedleOptions.parse(Map.of("node_filter", "one")));
+        OwnerTable o = new OwnerTable(UUID.randomUUID(), null, NeedleOptions.parse(Map.of("node_filter", "one")));
+        o.snapshotCapacity = new long[1]; // one receiver
+        return o;
     }
 
     private static long[] hashes(int n) {
@@ -30,29 +32,29 @@ class SnapshotRoomTest {
     @Test
     void aGrowingSetIsSentWholeAFewTimes() {
         OwnerTable o = owner();
-        KeyFilter first = o.snapshotFilter(hashes(0), OwnerTable.HEADROOM, 0);
-        assertEquals(4096, o.snapshotCapacity);
+        KeyFilter first = o.snapshotFilter(0, hashes(0), OwnerTable.HEADROOM, 0);
+        assertEquals(4096, o.snapshotCapacity[0]);
         assertTrue(first.capacity() >= 4096);
         int sent = 0;
         for (int n = 1; n <= 100_000; n++) {
-            if (o.outgrown(n)) {
-                KeyFilter f = o.snapshotFilter(hashes(n), OwnerTable.GROWTH_HEADROOM, o.snapshotCapacity);
+            if (OwnerTable.outgrown(n, o.snapshotCapacity[0])) {
+                KeyFilter f = o.snapshotFilter(0, hashes(n), OwnerTable.GROWTH_HEADROOM, o.snapshotCapacity[0]);
                 assertTrue(f.capacity() >= 2L * n, "room for twice the keys");
                 sent++;
             }
         }
         assertTrue(sent <= 7, sent + " snapshots");
-        assertTrue(o.snapshotCapacity >= 100_000 / 0.9, "room for every key at the end");
+        assertTrue(o.snapshotCapacity[0] >= 100_000 / 0.9, "room for every key at the end");
     }
 
     @Test
     void aSnapshotWithinAnEpochKeepsTheRoomTheCopiesHave() {
         OwnerTable o = owner();
-        o.snapshotFilter(hashes(50_000), OwnerTable.GROWTH_HEADROOM, 0);
-        long room = o.snapshotCapacity;
-        o.snapshotFilter(hashes(10_000), OwnerTable.HEADROOM, room); // asked for by a copy
-        assertEquals(room, o.snapshotCapacity);
-        o.snapshotFilter(hashes(10_000), OwnerTable.HEADROOM, 0); // a new epoch starts afresh
-        assertEquals(12_500, o.snapshotCapacity);
+        o.snapshotFilter(0, hashes(50_000), OwnerTable.GROWTH_HEADROOM, 0);
+        long room = o.snapshotCapacity[0];
+        o.snapshotFilter(0, hashes(10_000), OwnerTable.HEADROOM, room); // asked for by a copy
+        assertEquals(room, o.snapshotCapacity[0]);
+        o.snapshotFilter(0, hashes(10_000), OwnerTable.HEADROOM, 0); // a new epoch starts afresh
+        assertEquals(12_500, o.snapshotCapacity[0]);
     }
 }

@@ -9,7 +9,7 @@ import java.nio.ByteBuffer;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** The batch blob of format/node-filter-sync-v1.md: round trips, exact size, and refusals. */
+/** The batch blob of format/node-filter-sync-v2.md: round trips, exact size, and refusals. */
 class SyncCodecTest {
     @Test
     void roundTripsEveryLength() {
@@ -28,7 +28,7 @@ class SyncCodecTest {
         }
     }
 
-    /** The test vector of format/node-filter-sync-v1.md. */
+    /** The test vector of format/node-filter-sync-v2.md. */
     @Test
     void encodesTheFormatsTestVector() {
         ByteBuffer b = SyncCodec.encode(new long[] {1, -1}, new boolean[] {false, true});
