@@ -114,35 +114,41 @@ final class BenchCluster {
             // wait, and node 1's own writes are no longer exempt from skipping.
             sleep(stalenessMillis + 1500);
             for (String table : needleTables) {
-                awaitTrustedCopies(session, keyspace, table, nodes, deadline);
+                awaitTrustedCopies(session, keyspace, table, deadline);
             }
         }
     }
 
     /**
-     * Waits until the node {@code session} talks to trusts a copy of every other node's filter of
-     * {@code keyspace.table} ({@code needle_views.node_filters}); past {@code deadline} (a
-     * {@link System#nanoTime()}) throws with the copies' states.
+     * Waits until the node {@code session} talks to trusts a copy of the filter of {@code
+     * keyspace.table} of every node it receives from: every other node with {@code
+     * node_filter_copies = 'all'}, the nodes it shares a token range with otherwise (as many as it
+     * sends to: the {@code receivers} of its own row in {@code needle_views.node_filters}); past
+     * {@code deadline} (a {@link System#nanoTime()}) throws with the copies' states.
      */
-    static void awaitTrustedCopies(CqlSession session, String keyspace, String table, int nodes, long deadline) {
+    static void awaitTrustedCopies(CqlSession session, String keyspace, String table, long deadline) {
         while (true) {
             List<String> states = new ArrayList<>();
             int trusted = 0;
+            int expected = -1;
             for (var r : session.execute(
-                    "SELECT owner, role, trusted, state FROM needle_views.node_filters WHERE keyspace_name = ? AND table_name = ?",
+                    "SELECT owner, role, trusted, state, receivers FROM needle_views.node_filters"
+                            + " WHERE keyspace_name = ? AND table_name = ?",
                     keyspace,
                     table)) {
                 states.add(r.getFormattedContents());
                 if ("copy".equals(r.getString("role")) && r.getBoolean("trusted")) {
                     trusted++;
+                } else if ("published".equals(r.getString("role"))) {
+                    expected = r.getInt("receivers");
                 }
             }
-            if (trusted == nodes - 1) {
+            if (expected >= 0 && trusted == expected) {
                 return;
             }
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("a node does not trust copies of every other node's filter of "
-                        + keyspace + "." + table + " after 10 minutes: " + states);
+                throw new IllegalStateException("a node does not trust copies of the filters of " + keyspace + "."
+                        + table + " of every node it receives from after 10 minutes: " + states);
             }
             sleep(200);
         }

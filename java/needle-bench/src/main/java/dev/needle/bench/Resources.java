@@ -16,7 +16,7 @@ import java.util.Map;
  * user plus system time), the bytes each node sent to and received from the others (Cassandra's
  * {@code system_views.internode_outbound} and {@code internode_inbound}), and the bytes of node
  * filters each node published (Needle's {@code needle_views.node_filters}: snapshots and batches,
- * counted once however many nodes receive them).
+ * counted once per node they are sent to).
  *
  * <p>{@link #read()} takes every counter at once, so the difference of two readings is what a phase
  * cost; {@link #startTimeline} samples them in the background as rates per interval, each sample
@@ -136,6 +136,50 @@ final class Resources implements AutoCloseable {
         }
         long[] machine = machineTicks();
         return new Reading(System.nanoTime(), cpu, sent, received, sync, machine[0], machine[1]);
+    }
+
+    /**
+     * What the copies of node filters of {@code keyspace.table} take on each node, from {@code
+     * needle_views.node_filters}: the keys the node publishes (its own), how many copies it keeps
+     * of other nodes' filters, their keys and bytes, and the copies' bytes per key of its own
+     * (the measure of scoped copies: about 1.7 x (RF - 1) bytes per own key, against the whole
+     * cluster's keys with copies of every node).
+     */
+    Map<String, Object> copyMemory(String keyspace, String table) {
+        List<Map<String, Object>> perNode = new ArrayList<>();
+        long ownKeys = 0;
+        long copyBytes = 0;
+        for (int n = 1; n <= nodes; n++) {
+            long own = 0;
+            long bytes = 0;
+            long keys = 0;
+            int copies = 0;
+            for (var r : sessions[n].execute(
+                    "SELECT role, keys, bytes FROM needle_views.node_filters WHERE keyspace_name = ? AND table_name = ?",
+                    keyspace,
+                    table)) {
+                if ("published".equals(r.getString("role"))) {
+                    own += r.getLong("keys");
+                } else {
+                    copies++;
+                    keys += r.getLong("keys");
+                    bytes += r.getLong("bytes");
+                }
+            }
+            Map<String, Object> node = new LinkedHashMap<>();
+            node.put("node", n);
+            node.put("own_keys", own);
+            node.put("copies", copies);
+            node.put("copy_keys", keys);
+            node.put("copy_bytes", bytes);
+            perNode.add(node);
+            ownKeys += own;
+            copyBytes += bytes;
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("copy_bytes_per_own_key", ownKeys == 0 ? null : LatencyCalibration.round((double) copyBytes / ownKeys));
+        out.put("nodes", perNode);
+        return out;
     }
 
     /** Labels the samples taken from now on (e.g. the variant being loaded). */

@@ -188,6 +188,15 @@ public final class Runner {
         nodes.settle(KEYSPACE, true, false);
         BenchCluster.sleep(15_000);
         doc.put("idle_after_with_needle", idlePeriod("idle, Needle indexes", seconds));
+        Map<String, Object> memory = new LinkedHashMap<>();
+        for (Variant v : variants) {
+            if (v.needle() && nodeFilters()) {
+                memory.put(v.name(), resources.copyMemory(KEYSPACE, v.table()));
+            }
+        }
+        if (!memory.isEmpty()) {
+            doc.put("node_filter_copy_memory", memory);
+        }
         for (Variant v : variants) {
             if (v.needle()) {
                 log.println("dropping the Needle index of " + v.table());

@@ -251,7 +251,7 @@ final class StalenessProbe {
                 cluster.jmx(n).awaitReady(KEYSPACE, NEEDLE.table());
             }
             for (int n = 1; n <= o.nodes(); n++) {
-                BenchCluster.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), o.nodes(), deadline);
+                BenchCluster.awaitTrustedCopies(sessions[n], KEYSPACE, NEEDLE.table(), deadline);
             }
         }
 

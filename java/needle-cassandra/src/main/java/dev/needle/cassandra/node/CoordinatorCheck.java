@@ -56,7 +56,10 @@ public final class CoordinatorCheck {
         STALE,
         /** A replica's owner says its filter is not ready, or its copy is incomplete. */
         NOT_READY,
-        /** Not decided from copies: written through this node lately, a range moving, a client-set time, or too few replicas. */
+        /**
+         * Not decided from copies: written through this node lately, a range moving, a client-set
+         * time, too few replicas, or (copies scoped to replicas) a key this node does not replicate.
+         */
         NOT_ELIGIBLE
     }
 

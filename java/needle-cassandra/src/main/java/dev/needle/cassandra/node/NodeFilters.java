@@ -21,9 +21,9 @@ import org.apache.cassandra.service.StorageService;
 /**
  * Node filters on this node: the tables that publish them, and the three roles, each in its own
  * class. As an <b>owner</b>, the {@link Publisher} sends which keys may hold live data here for
- * each table with {@code node_filter} on ({@link OwnerTable}). The {@link Copies} keep a
- * {@link NodeCopy} of every other node's filter of those tables, fed by the {@link SyncIndex} on
- * the sync tables. As a <b>coordinator</b>, the {@link CoordinatorCheck} decides whether a read can
+ * each table with {@code node_filter} on ({@link OwnerTable}) to the nodes that keep copies of
+ * its keys ({@link RingView}). The {@link Copies} keep a {@link NodeCopy} of the filter of each
+ * node that sends here, fed by the {@link SyncIndex} on the sync tables. As a <b>coordinator</b>, the {@link CoordinatorCheck} decides whether a read can
  * be answered empty without asking the replicas (docs/invariants.md, invariant 5).
  */
 public final class NodeFilters {
@@ -142,7 +142,14 @@ public final class NodeFilters {
             long keys,
             long bytes,
             boolean trusted,
-            String state) {}
+            String state,
+            int receivers) {}
+
+    /** The nodes {@code o} sends its changes to (as many as it receives copies from): -1 before its first epoch. */
+    private static int receivers(OwnerTable o) {
+        RingView v = o.filter.view();
+        return v == null ? -1 : v.size();
+    }
 
     /** What this node publishes and what copies it holds, for the virtual table. */
     public List<CopyStatus> status() {
@@ -160,7 +167,8 @@ public final class NodeFilters {
                     o.filter.publishedCount(),
                     o.bytesSent.get(),
                     o.ready(),
-                    o.ready() ? "publishing" : o.storage.isReady() ? "starting epoch" : "storage filter not ready"));
+                    o.ready() ? "publishing" : o.storage.isReady() ? "starting epoch" : "storage filter not ready",
+                    receivers(o)));
             for (Map.Entry<UUID, NodeCopy> c : copies.of(o.table).entrySet()) {
                 NodeCopy copy = c.getValue();
                 NodeCopy.Epoch v = copy.current();
@@ -179,7 +187,8 @@ public final class NodeFilters {
                         v == null ? 0 : v.filter.count(),
                         v == null ? 0 : v.filter.sizeInBytes(),
                         trusted,
-                        state));
+                        state,
+                        0));
             }
         }
         return out;

@@ -22,8 +22,10 @@ import org.slf4j.LoggerFactory;
  * The owner's side of node filters: one thread that, every {@link #BATCH_MILLIS} ms, publishes
  * for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
  * epoch, then batches of changes as they come ({@link OwnerTable#batchDue}), and heartbeats
- * ({@link OwnerTable#beatDue}), all as writes to {@link SyncKeyspace}, whose replicas are every
- * node. Between rounds it has the copies that need a snapshot ask their owners for one.
+ * ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's keys
+ * ({@link RingView}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
+ * changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
+ * owners for one.
  */
 final class Publisher {
     private static final Logger logger = LoggerFactory.getLogger(Publisher.class);

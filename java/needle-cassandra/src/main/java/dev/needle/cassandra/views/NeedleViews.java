@@ -198,6 +198,7 @@ public final class NeedleViews {
                     .addRegularColumn("bytes", LongType.instance)
                     .addRegularColumn("trusted", BooleanType.instance)
                     .addRegularColumn("state", UTF8Type.instance)
+                    .addRegularColumn("receivers", Int32Type.instance)
                     .build());
         }
 
@@ -217,7 +218,8 @@ public final class NeedleViews {
                         .column("keys", c.keys())
                         .column("bytes", c.bytes())
                         .column("trusted", c.trusted())
-                        .column("state", c.state());
+                        .column("state", c.state())
+                        .column("receivers", c.receivers());
             }
             return rows;
         }
