@@ -15,6 +15,10 @@ SCHEME2_REMOTE_GAIN = {"lan": 3.0, "az": 5.0}
 # The load targets (Tables 10-13): the cluster's CPU per insert at the same insert rate (a paced
 # point), Needle-Cuckoo against stock.
 CPU_PER_INSERT_RATIO = 1.05
+# Insert capacity as fast as the load threads go: Needle-Cuckoo throughput over stock.
+INSERT_CAPACITY_RATIO = 0.95
+# The copies a node keeps, in bytes per key it publishes itself, per other replica of a key.
+COPY_BYTES_PER_OWN_KEY_PER_OTHER_REPLICA = 2.0
 
 
 def check_scheme2_targets(docs):
@@ -68,6 +72,17 @@ def check_scheme2_targets(docs):
                     ratio >= 0.97,
                     ratio,
                 )
+                capacity = capacity_ratio(row) if not row["rate"] else None
+                if capacity is not None:
+                    add(
+                        f"insert capacity as fast as the load threads go: Needle-Cuckoo / stock throughput"
+                        f" >= {INSERT_CAPACITY_RATIO}",
+                        name,
+                        doc,
+                        row,
+                        capacity >= INSERT_CAPACITY_RATIO,
+                        capacity,
+                    )
                 # CPU compares where every variant does the same work per second (a paced point).
                 cpu = cpu_ratio(row) if row["rate"] else None
                 if cpu is not None:
@@ -136,7 +151,44 @@ def check_scheme2_targets(docs):
                     over <= 1.2,
                     over,
                 )
+        checks += copy_memory_checks(name, doc)
     return checks
+
+
+def copy_memory_checks(name, doc):
+    """The memory of the copies each node keeps, after the load: bytes per key the node publishes
+    itself, at most COPY_BYTES_PER_OWN_KEY_PER_OTHER_REPLICA x (RF - 1)."""
+    memory = (doc.get("resources") or {}).get("node_filter_copy_memory") or {}
+    rf = (doc["experiment"].get("cluster") or {}).get("replication_factor") or 1
+    bound = COPY_BYTES_PER_OWN_KEY_PER_OTHER_REPLICA * (rf - 1)
+    out = []
+    for variant, m in memory.items():
+        value = m.get("copy_bytes_per_own_key")
+        if value is None or variant != "needle-cuckoo":
+            continue
+        row = {"label": "at rest after the load", "cache": None, "delete_mode": None}
+        out.append(
+            target_check(
+                f"memory of the copies per node: bytes per key the node publishes <= {bound:g}"
+                f" ({COPY_BYTES_PER_OWN_KEY_PER_OTHER_REPLICA:g} x (RF - 1))",
+                name.split("-")[1],
+                row,
+                value <= bound,
+                value,
+                latency=latency_of(doc),
+            )
+        )
+    return out
+
+
+def capacity_ratio(row):
+    """Throughput of Needle-Cuckoo over stock; None without both."""
+    try:
+        cuckoo = row["variants"]["needle-cuckoo"]["throughput_ops_s"]
+        stock = row["variants"]["stock"]["throughput_ops_s"]
+    except KeyError:
+        return None
+    return round(cuckoo / stock, 3) if stock else None
 
 
 def cpu_ratio(row):

@@ -279,7 +279,8 @@ def test_load_targets_are_insert_latency_and_cpu_per_insert(tmp_path):
     assert got[("load", "inserts")] == (True, 0.990)
     assert got[("load", "CPU during the load")] == (False, 1.1)
     assert got[("fast", "inserts")] == (True, 1.0)
-    assert len(checks) == 3
+    assert got[("fast", "insert capacity as fast as the load threads go")] == (True, 1.0)
+    assert len(checks) == 4
     assert all(c["table"] == "table10" and c["latency"] == "az" for c in checks)
     md = harness_results.markdown({"scheme2-table10": d})
     assert "| load | needle-cuckoo | 10 | 150.0 | 2.2 | 900.0 | 45.0 |" in md
@@ -292,4 +293,11 @@ def test_load_targets_are_insert_latency_and_cpu_per_insert(tmp_path):
     assert summary["runs"]["scheme2-table10"]["idle"]["idle_before"] == idle
     # Without resource figures only the latency targets are checked.
     del r["variants"]["stock"]["resources"]
-    assert len(scheme2.check_scheme2_targets({"scheme2-table10": d})) == 2
+    assert len(scheme2.check_scheme2_targets({"scheme2-table10": d})) == 3
+    # The copies' memory after the load, per key a node publishes: at most 2 x (RF - 1) = 4.
+    d["resources"]["node_filter_copy_memory"] = {
+        "needle-cuckoo": {"copy_bytes_per_own_key": 4.3, "nodes": []},
+        "needle-bloom": {"copy_bytes_per_own_key": 3.0, "nodes": []},
+    }
+    memory = [c for c in scheme2.check_scheme2_targets({"scheme2-table10": d}) if c["target"].startswith("memory")]
+    assert [(c["met"], c["value"]) for c in memory] == [(False, 4.3)]

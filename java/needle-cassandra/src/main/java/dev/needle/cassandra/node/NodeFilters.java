@@ -95,7 +95,6 @@ public final class NodeFilters {
         m.gauge("NodeFilterPublishedBytes", o.filter::publishedBytes);
         m.gauge("NodeFilterMaxCopyAgeMillis", () -> copies.maxCopyAge(o.table));
         m.gauge("NodeFilterRowsDropped", copies.rowsDropped::get);
-        m.gauge("NodeFilterSendFailures", SyncKeyspace.sendFailures::get);
     }
 
     /** A Needle index went away: stop publishing its table and forget the copies of it. */

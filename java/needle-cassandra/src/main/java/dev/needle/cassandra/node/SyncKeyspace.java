@@ -4,16 +4,12 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
-import org.apache.cassandra.exceptions.RequestFailureReason;
-import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.net.Message;
 import org.apache.cassandra.net.MessagingService;
-import org.apache.cassandra.net.RequestCallback;
 import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
@@ -111,24 +107,6 @@ public final class SyncKeyspace {
         }
     }
 
-    /** Rows this node could not deliver (the receiver down, slow or gone): its copy asks for a snapshot. */
-    static final AtomicLong sendFailures = new AtomicLong();
-
-    private static final RequestCallback<Object> COUNT_FAILURES = new RequestCallback<>() {
-        @Override
-        public void onResponse(Message<Object> msg) {}
-
-        @Override
-        public void onFailure(InetAddressAndPort from, RequestFailureReason reason) {
-            sendFailures.incrementAndGet();
-        }
-
-        @Override
-        public boolean invokeOnFailure() {
-            return true;
-        }
-    };
-
     private static PartitionUpdate.SimpleBuilder row(String table, Object... partitionKey) {
         TableMetadata t = Schema.instance.getTableMetadata(NAME, table);
         if (t == null) {
@@ -139,11 +117,14 @@ public final class SyncKeyspace {
         return b;
     }
 
-    /** Sends the row {@code b} to receiver {@code r} of {@code view} alone, without waiting for it to arrive. */
+    /**
+     * Sends the row {@code b} to receiver {@code r} of {@code view} alone, fire and forget: its
+     * response finds no callback and is dropped (Cassandra traces that), and a row that does not
+     * arrive is noticed by the receiver's copy (a gap, or no heartbeat).
+     */
     private static void send(RingView view, int r, PartitionUpdate.SimpleBuilder b) {
         Mutation m = b.buildAsMutation();
-        MessagingService.instance()
-                .sendWithCallback(Message.out(Verb.MUTATION_REQ, m), view.endpoints[r], COUNT_FAILURES);
+        MessagingService.instance().send(Message.out(Verb.MUTATION_REQ, m), view.endpoints[r]);
     }
 
     static void sendSnapshotChunk(
