@@ -54,6 +54,8 @@ final class OwnerTable implements KeyEvents {
     boolean lastBeatClaim;
     /** When the last batch of changes went out. */
     long lastBatchMillis;
+    /** When the last batch went to each receiver of the epoch, by receiver index. */
+    long[] lastBatchTo = new long[0];
 
     long lastSnapshotMillis;
     /** When the publisher found the published set full ({@link OwnerFilter#full}); 0 when it is not. */
@@ -122,9 +124,15 @@ final class OwnerTable implements KeyEvents {
     /** {@link #beatDue} for this table now, for a heartbeat that would claim {@code claim}. */
     boolean beatDue(long nowMillis, boolean claim) {
         boolean same = claim == lastBeatClaim && filter.epoch() == lastBeatEpoch;
+        // A receiver whose keys did not change hears only heartbeats: batches flow for the
+        // table only while every receiver gets them.
+        long oldestBatch = lastBatchTo.length == 0 ? lastBatchMillis : Long.MAX_VALUE;
+        for (long t : lastBatchTo) {
+            oldestBatch = Math.min(oldestBatch, t);
+        }
         return beatDue(
                 nowMillis - lastBeatMillis,
-                nowMillis - lastBatchMillis,
+                nowMillis - oldestBatch,
                 same,
                 beatIntervalMillis(),
                 options.stalenessMillis);

@@ -201,6 +201,7 @@ final class Publisher {
                 o.bytesSent.addAndGet(blob.remaining());
                 o.batchBytesSent.addAndGet(blob.remaining());
                 o.changesSent.addAndGet(b.size());
+                o.lastBatchTo[r] = now;
                 SyncKeyspace.sendBatch(view, r, me, o.table, b, blob);
             }
         }
@@ -252,6 +253,7 @@ final class Publisher {
         long started = System.currentTimeMillis();
         o.filter.newEpoch(view);
         o.snapshotCapacity = new long[view.size()];
+        o.lastBatchTo = new long[view.size()];
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
         o.storage.forEachKey(key -> {
