@@ -80,20 +80,11 @@ public final class NeedleOptions {
 
     /** Parses and checks the options; the exception message says what is wrong and what is allowed. */
     public static NeedleOptions parse(Map<String, String> options) {
-        String f = options.getOrDefault(FILTER, "cuckoo").trim().toLowerCase(Locale.ROOT);
-        FilterType type;
-        switch (f) {
-            case "cuckoo":
-                type = FilterType.CUCKOO;
-                break;
-            case "bloom":
-                type = FilterType.BLOOM;
-                break;
-            default:
-                throw new ConfigurationException(
-                        "Needle index option '" + FILTER + "' is '" + options.get(FILTER)
-                                + "'; use 'cuckoo' (skips deleted and absent partitions) or 'bloom' (skips absent partitions only)");
-        }
+        FilterType type = choice(
+                options,
+                FILTER,
+                FilterType.CUCKOO,
+                "use 'cuckoo' (skips deleted and absent partitions) or 'bloom' (skips absent partitions only)");
         double fp = 0.001;
         String raw = options.get(FP_RATE);
         if (raw != null) {
@@ -112,39 +103,18 @@ public final class NeedleOptions {
                         + "; the cuckoo filter reaches rates down to 1e-8 (32-bit fingerprints)");
             }
         }
-        String nf = options.getOrDefault(NODE_FILTER, "off").trim().toLowerCase(Locale.ROOT);
-        NodeFilterMode mode;
-        switch (nf) {
-            case "off":
-                mode = NodeFilterMode.OFF;
-                break;
-            case "one":
-                mode = NodeFilterMode.ONE;
-                break;
-            case "quorum":
-                mode = NodeFilterMode.QUORUM;
-                break;
-            default:
-                throw new ConfigurationException(
-                        "Needle index option '" + NODE_FILTER + "' is '" + options.get(NODE_FILTER)
-                                + "'; use 'off', 'one' (skip remote reads at ONE and LOCAL_ONE) or 'quorum' (also at QUORUM and"
-                                + " LOCAL_QUORUM)");
-        }
-        String c = options.getOrDefault(NODE_FILTER_COPIES, "replicas").trim().toLowerCase(Locale.ROOT);
-        CopyScope scope;
-        switch (c) {
-            case "replicas":
-                scope = CopyScope.REPLICAS;
-                break;
-            case "all":
-                scope = CopyScope.ALL;
-                break;
-            default:
-                throw new ConfigurationException("Needle index option '" + NODE_FILTER_COPIES + "' is '"
-                        + options.get(NODE_FILTER_COPIES)
-                        + "'; use 'replicas' (copies of the ranges a node replicates, for token-aware clients) or 'all'"
+        NodeFilterMode mode = choice(
+                options,
+                NODE_FILTER,
+                NodeFilterMode.OFF,
+                "use 'off', 'one' (skip remote reads at ONE and LOCAL_ONE) or 'quorum' (also at QUORUM and"
+                        + " LOCAL_QUORUM)");
+        CopyScope scope = choice(
+                options,
+                NODE_FILTER_COPIES,
+                CopyScope.REPLICAS,
+                "use 'replicas' (copies of the ranges a node replicates, for token-aware clients) or 'all'"
                         + " (every other node's whole filter, for clients that do not route by token)");
-        }
         long staleness = 1000;
         String s = options.get(STALENESS);
         if (s != null) {
@@ -161,6 +131,22 @@ public final class NeedleOptions {
             staleness = Math.round(v);
         }
         return new NeedleOptions(type, fp, mode, scope, staleness);
+    }
+
+    /**
+     * The value of option {@code key}, one of {@code E}'s constants by its name in any case
+     * ({@code fallback} when absent); an unknown value is refused with {@code hint}.
+     */
+    private static <E extends Enum<E>> E choice(Map<String, String> options, String key, E fallback, String hint) {
+        String raw = options.get(key);
+        if (raw == null) {
+            return fallback;
+        }
+        try {
+            return Enum.valueOf(fallback.getDeclaringClass(), raw.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ConfigurationException("Needle index option '" + key + "' is '" + raw + "'; " + hint);
+        }
     }
 
     /** The options Needle does not know, for Cassandra's {@code validateOptions} contract. */

@@ -16,6 +16,7 @@ class NeedleOptionsTest {
         assertEquals(NeedleOptions.FilterType.CUCKOO, o.filter);
         assertEquals(0.001, o.fpRate);
         assertEquals(NeedleOptions.NodeFilterMode.OFF, o.nodeFilter);
+        assertEquals(NeedleOptions.CopyScope.REPLICAS, o.copyScope);
         assertEquals(1000, o.stalenessMillis);
     }
 
@@ -26,7 +27,9 @@ class NeedleOptionsTest {
         assertEquals(250, o.stalenessMillis);
         assertEquals(1500, NeedleOptions.parse(Map.of("staleness", "1.5s")).stalenessMillis);
         assertEquals(NeedleOptions.NodeFilterMode.ONE, NeedleOptions.parse(Map.of("node_filter", " one ")).nodeFilter);
-        assertTrue(NeedleOptions.unknown(Map.of("node_filter", "one", "staleness", "1s", "target", "x"))
+        assertEquals(NeedleOptions.CopyScope.ALL, NeedleOptions.parse(Map.of("node_filter_copies", "All")).copyScope);
+        assertTrue(NeedleOptions.unknown(
+                        Map.of("node_filter", "one", "node_filter_copies", "all", "staleness", "1s", "target", "x"))
                 .isEmpty());
     }
 
@@ -38,6 +41,7 @@ class NeedleOptionsTest {
         assertMessage(Map.of("staleness", "2m"), "such as '1s'");
         assertMessage(Map.of("staleness", "61s"), "between 10ms and 60s");
         assertMessage(Map.of("filter", "xor"), "'cuckoo'");
+        assertMessage(Map.of("node_filter_copies", "some"), "'replicas'");
     }
 
     private static void assertMessage(Map<String, String> options, String expected) {
