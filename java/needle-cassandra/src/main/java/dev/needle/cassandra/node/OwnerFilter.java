@@ -325,23 +325,6 @@ final class OwnerFilter {
         }
     }
 
-    /** A growable list of longs. */
-    private static final class LongList {
-        long[] values = new long[16];
-        int size;
-
-        void add(long v) {
-            if (size == values.length) {
-                values = Arrays.copyOf(values, size * 2);
-            }
-            values[size++] = v;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(values, size);
-        }
-    }
-
     private void lockAll() {
         for (ReentrantLock l : locks) {
             l.lock();
