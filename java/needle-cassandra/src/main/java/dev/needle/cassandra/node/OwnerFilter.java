@@ -136,8 +136,9 @@ final class OwnerFilter {
         }
     }
 
-    private static int stripe(long key) {
-        return (int) (NodeKey.filterHash(key) >>> 58);
+    /** The lock stripe of a key, from its filter hash (a key's token alone would crowd the stripes of its ranges). */
+    private static int stripe(long hash) {
+        return (int) (hash >>> 58);
     }
 
     /**
@@ -167,7 +168,8 @@ final class OwnerFilter {
     }
 
     private boolean decide(long key, BooleanSupplier live, boolean mayAdd) {
-        int s = stripe(key);
+        long hash = NodeKey.filterHash(key);
+        int s = stripe(hash);
         locks[s].lock();
         try {
             LongSet set = published[s];
@@ -185,13 +187,13 @@ final class OwnerFilter {
                 }
                 set.add(key);
                 publishedCount.incrementAndGet();
-                enqueue(key, false);
+                enqueue(key, hash, false);
                 return true;
             }
             if (!isLive && was) {
                 set.remove(key);
                 publishedCount.decrementAndGet();
-                enqueue(key, true);
+                enqueue(key, hash, true);
                 return true;
             }
             return false;
@@ -201,7 +203,7 @@ final class OwnerFilter {
     }
 
     boolean isPublished(long key) {
-        int s = stripe(key);
+        int s = stripe(NodeKey.filterHash(key));
         locks[s].lock();
         try {
             return published[s].contains(key);
@@ -210,8 +212,8 @@ final class OwnerFilter {
         }
     }
 
-    private void enqueue(long key, boolean removal) {
-        long hash = NodeKey.filterHash(key);
+    /** Queues the change of {@code key} (whose filter hash is {@code hash}) for each of its receivers. */
+    private void enqueue(long key, long hash, boolean removal) {
         synchronized (sequencer) {
             if (view == null) {
                 return; // before the first epoch, which starts from the data

@@ -94,16 +94,6 @@ final class RingView {
                 && Arrays.equals(other.endpoints, endpoints);
     }
 
-    /** The receiver index of {@code host}, or -1 if it receives nothing. */
-    int indexOf(UUID host) {
-        for (int i = 0; i < hostIds.length; i++) {
-            if (hostIds[i].equals(host)) {
-                return i;
-            }
-        }
-        return -1;
-    }
-
     // ---- built from Cassandra's ring ------------------------------------------------------------
 
     private record Key(String keyspace, CopyScope scope) {}
