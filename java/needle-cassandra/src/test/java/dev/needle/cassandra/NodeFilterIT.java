@@ -21,6 +21,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -41,7 +43,11 @@ import org.junit.jupiter.api.Test;
  *   <li>every candidate: with RF 2, a replica that missed a delete holds the key live, and no
  *       coordinator skips it at ONE, whichever replica the snitch would pick; once repair streams
  *       the tombstone to it, the key is skipped;</li>
- *   <li>a node added by bootstrap publishes the keys streamed to it.</li>
+ *   <li>a node added by bootstrap publishes the keys streamed to it;</li>
+ *   <li>copies scoped to the ranges a node replicates (the default) follow the ring: while a node
+ *       bootstraps, reads through every coordinator at ONE and QUORUM match the twin's; after it
+ *       joins, every node trusts a copy of each of its new co-replicas and skips their absent and
+ *       deleted keys again.</li>
  * </ul>
  */
 class NodeFilterIT {
@@ -50,16 +56,14 @@ class NodeFilterIT {
     private static final String INDEX_OPTIONS =
             "{'node_filter': 'one', 'node_filter_copies': 'all', 'staleness': '" + STALENESS_MILLIS + "ms'}";
 
-    /** The nodes (1-based) that hold a key of {@code ks}, from the driver's token map. */
+    /** The nodes (by the last byte of their address: node 1 is 127.0.x.1) that hold a key of {@code ks}, from the driver's token map. */
     private static Set<Integer> owners(CqlSession s, String ks, int pk) {
         Set<Integer> out = new TreeSet<>();
         for (Node n : s.getMetadata()
                 .getTokenMap()
                 .orElseThrow()
                 .getReplicas(ks, TypeCodecs.INT.encode(pk, ProtocolVersion.DEFAULT))) {
-            InetSocketAddress a = (InetSocketAddress) n.getEndPoint().resolve();
-            byte[] b = a.getAddress().getAddress();
-            out.add(b[3] & 0xFF);
+            out.add(number(n));
         }
         return out;
     }
@@ -157,7 +161,12 @@ class NodeFilterIT {
                 truncateAndRecreate(cluster, rf1, s1, s2);
             }
             everyCandidate(cluster);
-            addedNode(cluster, rf1);
+            TwinTables scoped = scopedTable(cluster);
+            try (ComparingReader during = new ComparingReader(cluster, scoped, 3)) {
+                addedNode(cluster, rf1);
+                during.stopAndCheck();
+            }
+            scopedCopiesFollowTheRing(cluster, scoped);
             for (int n = 1; n <= cluster.nodes(); n++) {
                 NodeJmx jmx = cluster.jmx(n);
                 long changes = jmx.metric("ks1", "needle", "NodeFilterChangesSent");
@@ -197,6 +206,161 @@ class NodeFilterIT {
             assertTrue(absentOnNew > 0, "node " + added + " owns none of the keys read");
             assertTrue(
                     skips >= absentOnNew, skips + " skipped; node " + added + " owns " + absentOnNew + " absent keys");
+        }
+    }
+
+    private static final int SCOPED_KEYS = 400;
+
+    /**
+     * RF 2 with copies scoped to the ranges a node replicates (the default), on the three nodes:
+     * keys written and a third of them deleted, at ALL so that every replica of both tables holds
+     * the same, flushed; returns once every node trusts its copies.
+     */
+    private static TwinTables scopedTable(LocalCluster cluster) throws Exception {
+        TwinTables t = new TwinTables("ks3.needle", "ks3.twin");
+        try (CqlSession s1 = cluster.session(1)) {
+            s1.execute("CREATE KEYSPACE ks3 WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}");
+            t.schema(s1, "CREATE TABLE %s (pk int PRIMARY KEY, v text)");
+            s1.execute("CREATE CUSTOM INDEX ON ks3.needle () USING 'dev.needle.cassandra.NeedleIndex' WITH OPTIONS = "
+                    + "{'node_filter': 'quorum', 'staleness': '" + STALENESS_MILLIS + "ms'}");
+            for (int pk = 0; pk < SCOPED_KEYS; pk++) {
+                t.write(s1, ConsistencyLevel.ALL, "INSERT INTO %s (pk, v) VALUES (?, ?)", pk, "v" + pk);
+            }
+            for (int pk = 0; pk < SCOPED_KEYS; pk += 3) {
+                t.write(s1, ConsistencyLevel.ALL, "DELETE FROM %s WHERE pk = ?", pk);
+            }
+        }
+        for (int n = 1; n <= cluster.nodes(); n++) {
+            cluster.flush(n, "ks3");
+        }
+        for (int n = 1; n <= cluster.nodes(); n++) {
+            try (CqlSession s = cluster.session(n)) {
+                awaitTrustedCopies(s, "ks3", "needle", coReplicas(s, "ks3", n).size());
+            }
+        }
+        return t;
+    }
+
+    /**
+     * After the fourth node joined: each node trusts a copy of each node it now shares a replica
+     * set with (as the driver's token map computes them, the new node included), every read
+     * through every node at ONE and QUORUM matches the twin's, and a node skips the absent and
+     * deleted keys it replicates at QUORUM (the other replica's copy answers for it).
+     */
+    private static void scopedCopiesFollowTheRing(LocalCluster cluster, TwinTables t) throws Exception {
+        for (int n = 1; n <= cluster.nodes(); n++) {
+            try (CqlSession s = cluster.session(n)) {
+                Set<Integer> co = coReplicas(s, "ks3", n);
+                awaitTrustedCopies(s, "ks3", "needle", co.size());
+                long skips0 = cluster.jmx(n).metric("ks3", "needle", "NodeSkipsQuorum");
+                int goneHere = 0;
+                for (int pk = -50; pk < SCOPED_KEYS + 50; pk++) {
+                    t.compare(s, ConsistencyLevel.ONE, "SELECT pk, v FROM %s WHERE pk = ?", pk);
+                    t.compare(s, ConsistencyLevel.QUORUM, "SELECT pk, v FROM %s WHERE pk = ?", pk);
+                    boolean gone = pk < 0 || pk >= SCOPED_KEYS || pk % 3 == 0;
+                    if (gone && owners(s, "ks3", pk).contains(n)) {
+                        goneHere++;
+                    }
+                }
+                long skips = cluster.jmx(n).metric("ks3", "needle", "NodeSkipsQuorum") - skips0;
+                System.out.printf(
+                        "NodeFilterIT ks3 node %d: copies of %s trusted, %d of %d QUORUM reads of absent or deleted"
+                                + " keys it replicates skipped%n",
+                        n, co, skips, goneHere);
+                // Each is skipped unless a false positive of a copy lets it through (rate 0.001).
+                assertTrue(goneHere > 0, "node " + n + " replicates none of the absent keys read");
+                assertTrue(skips >= goneHere - 3, "node " + n + ": " + skips + " of " + goneHere + " skipped");
+            }
+        }
+    }
+
+    /** The other nodes that share a replica set of {@code ks} with {@code node}, from the driver's token map. */
+    private static Set<Integer> coReplicas(CqlSession s, String ks, int node) {
+        var map = s.getMetadata().getTokenMap().orElseThrow();
+        Node self = s.getMetadata().getNodes().values().stream()
+                .filter(n -> number(n) == node)
+                .findFirst()
+                .orElseThrow();
+        Set<Integer> out = new TreeSet<>();
+        for (var range : map.getTokenRanges(ks, self)) {
+            for (Node n : map.getReplicas(ks, range)) {
+                out.add(number(n));
+            }
+        }
+        out.remove(node);
+        return out;
+    }
+
+    private static int number(Node n) {
+        byte[] b = ((InetSocketAddress) n.getEndPoint().resolve()).getAddress().getAddress();
+        return b[3] & 0xFF;
+    }
+
+    /**
+     * Reads every key of a twin pair through nodes 1 to N in turn, at ONE and QUORUM, on a thread
+     * of its own until stopped, and remembers the first read whose answers differ. A read that
+     * fails (a timeout while a node streams) is counted, not compared.
+     */
+    private static final class ComparingReader implements AutoCloseable {
+        private final Thread thread;
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final AtomicReference<Throwable> wrong = new AtomicReference<>();
+        private final CqlSession[] sessions;
+        private long compared;
+        private long failed;
+
+        ComparingReader(LocalCluster cluster, TwinTables pair, int nodes) {
+            TwinTables t = new TwinTables(pair.indexed(), pair.twin()); // its own counter
+            sessions = new CqlSession[nodes];
+            for (int n = 1; n <= nodes; n++) {
+                sessions[n - 1] = cluster.session(n);
+            }
+            thread = new Thread(
+                    () -> {
+                        for (int round = 0; !stop.get() && wrong.get() == null; round++) {
+                            CqlSession s = sessions[round % sessions.length];
+                            ConsistencyLevel cl =
+                                    round / sessions.length % 2 == 0 ? ConsistencyLevel.ONE : ConsistencyLevel.QUORUM;
+                            for (int pk = -20; pk < SCOPED_KEYS + 20 && !stop.get(); pk += 7) {
+                                try {
+                                    t.compare(s, cl, "SELECT pk, v FROM %s WHERE pk = ?", pk);
+                                    compared++;
+                                } catch (AssertionError e) {
+                                    wrong.compareAndSet(null, e);
+                                    return;
+                                } catch (DriverException e) {
+                                    failed++;
+                                }
+                            }
+                        }
+                    },
+                    "reads-during-bootstrap");
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        /** Stops the reads and fails if any two answers differed, or if none were compared. */
+        void stopAndCheck() throws InterruptedException {
+            stop.set(true);
+            thread.join();
+            System.out.printf("NodeFilterIT: %d reads compared during the bootstrap, %d failed%n", compared, failed);
+            if (wrong.get() != null) {
+                throw new AssertionError("a read during the bootstrap differed from the twin's", wrong.get());
+            }
+            assertTrue(compared > 0, "no read was compared during the bootstrap");
+        }
+
+        @Override
+        public void close() {
+            stop.set(true);
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            for (CqlSession s : sessions) {
+                s.close();
+            }
         }
     }
 

@@ -108,8 +108,16 @@ public final class NodeFilters {
     }
 
     static UUID localHost() {
-        return StorageService.instance.getLocalHostUUID();
+        UUID id = localHost;
+        if (id == null) {
+            id = StorageService.instance.getLocalHostUUID(); // a lookup under the ring's read lock
+            localHost = id;
+        }
+        return id;
     }
+
+    /** Set once known: a running node's host id does not change (a replacement is a new node with a new id). */
+    private static volatile UUID localHost;
 
     // ---- the roles, as the plugin calls them -------------------------------------------------
 

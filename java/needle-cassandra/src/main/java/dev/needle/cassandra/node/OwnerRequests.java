@@ -10,9 +10,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Requests from this node to owners (a snapshot a copy needs, a key a read proved empty), written
- * to the sync keyspace by one thread, off the read path. They are hints: when the queue is full or
- * a write fails, the request is dropped and the next one asks again.
+ * Requests from this node to owners (a snapshot a copy needs, a key a read proved empty), sent to
+ * the owner alone as rows of the sync keyspace by one thread, off the read path. They are hints:
+ * when the queue is full or a row does not arrive, the request is lost and the next one asks again.
  */
 final class OwnerRequests {
     private static final Logger logger = LoggerFactory.getLogger(OwnerRequests.class);
@@ -25,7 +25,7 @@ final class OwnerRequests {
         try {
             requests.execute(() -> {
                 try {
-                    SyncKeyspace.writeRequest(owner, table, kind, requester, key);
+                    SyncKeyspace.sendRequest(owner, table, kind, requester, key);
                 } catch (RuntimeException e) {
                     noSpam.info("Needle could not send a node-filter request: {}", e.toString());
                 }

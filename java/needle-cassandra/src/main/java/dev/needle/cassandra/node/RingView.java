@@ -108,7 +108,7 @@ final class RingView {
      * keyspace.
      */
     static RingView current(String keyspace, CopyScope scope) {
-        UUID self = StorageService.instance.getLocalHostUUID();
+        UUID self = NodeFilters.localHost();
         Keyspace ks = Keyspace.open(keyspace);
         if (self == null || ks == null) {
             return null;

@@ -8,11 +8,13 @@ import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.net.Message;
 import org.apache.cassandra.net.MessagingService;
 import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.service.StorageService;
 import org.apache.cassandra.utils.TimeUUID;
 
 /**
@@ -118,13 +120,13 @@ public final class SyncKeyspace {
     }
 
     /**
-     * Sends the row {@code b} to receiver {@code r} of {@code view} alone, fire and forget: its
+     * Sends the row {@code b} to the node at {@code to} alone, fire and forget: its
      * response finds no callback and is dropped (Cassandra traces that), and a row that does not
      * arrive is noticed by the receiver's copy (a gap, or no heartbeat).
      */
-    private static void send(RingView view, int r, PartitionUpdate.SimpleBuilder b) {
+    private static void send(InetAddressAndPort to, PartitionUpdate.SimpleBuilder b) {
         Mutation m = b.buildAsMutation();
-        MessagingService.instance().send(Message.out(Verb.MUTATION_REQ, m), view.endpoints[r]);
+        MessagingService.instance().send(Message.out(Verb.MUTATION_REQ, m), to);
     }
 
     static void sendSnapshotChunk(
@@ -144,7 +146,7 @@ public final class SyncKeyspace {
                 .add("ring", view.fingerprint)
                 .add("kind", kind)
                 .add("filter", filter);
-        send(view, r, b);
+        send(view.endpoints[r], b);
     }
 
     static void sendBatch(RingView view, int r, UUID owner, UUID table, OwnerFilter.Batch batch, ByteBuffer changes) {
@@ -154,7 +156,7 @@ public final class SyncKeyspace {
                 .add("seq_end", batch.seqEnd())
                 .add("cut_millis", batch.cutMillis())
                 .add("changes", changes);
-        send(view, r, b);
+        send(view.endpoints[r], b);
     }
 
     static void sendBeat(
@@ -165,20 +167,25 @@ public final class SyncKeyspace {
                 .add("seq", seq)
                 .add("cut_millis", cutMillis)
                 .add("ready", ready);
-        send(view, r, b);
+        send(view.endpoints[r], b);
     }
 
-    /** Asks {@code owner} to send its snapshot of a table again, or to check a key ("verify"). */
-    static void writeRequest(UUID owner, UUID table, String kind, UUID requester, ByteBuffer key) {
-        QueryProcessor.execute(
-                "INSERT INTO " + NAME + ".requests (owner, id, table_id, kind, requester, key)"
-                        + " VALUES (?, ?, ?, ?, ?, ?)",
-                ConsistencyLevel.ONE,
-                owner,
-                TimeUUID.Generator.nextTimeUUID().asUUID(),
-                table,
-                kind,
-                requester,
-                key == null ? ByteBuffer.allocate(0) : key);
+    /**
+     * Asks {@code owner} to send its snapshot of a table again, or to check a key ("verify"): the
+     * row goes to the owner alone, fire and forget, as the other rows do; a request that does not
+     * arrive (the owner down or unknown here) is a hint lost, and the copy asks again.
+     */
+    static void sendRequest(UUID owner, UUID table, String kind, UUID requester, ByteBuffer key) {
+        InetAddressAndPort to = StorageService.instance.getTokenMetadata().getEndpointForHostId(owner);
+        if (to == null) {
+            return;
+        }
+        PartitionUpdate.SimpleBuilder b = row("requests", owner);
+        b.row(TimeUUID.Generator.nextTimeUUID())
+                .add("table_id", table)
+                .add("kind", kind)
+                .add("requester", requester)
+                .add("key", key == null ? ByteBuffer.allocate(0) : key);
+        send(to, b);
     }
 }
