@@ -66,7 +66,7 @@ fi
 mkdir -p "$OUT"
 # The machine as it is when the run starts (the summary states these facts, not those of whatever
 # machine summarizes later).
-"$PYTHON" "$ROOT/bench/jvm-filters/summary_data.py" > "$OUT/machine.json"
+"$PYTHON" "$ROOT/bench/jvm-filters/machine_facts.py" > "$OUT/machine.json"
 # Filters built by the insert benchmark are saved here and loaded, instead of rebuilt, by the
 # unmeasured setup of the lookup and delete benchmarks and by SpaceFprMain (FilterCache.java).
 CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/needle-filter-cache.XXXXXX")"

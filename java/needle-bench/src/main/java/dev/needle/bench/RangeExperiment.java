@@ -122,13 +122,13 @@ public record RangeExperiment(
 
     /** Reads and checks {@code file}; every error names the file and the field. */
     public static RangeExperiment read(Path file) {
-        RangeExperiment e = Experiment.readJson(file, RangeExperiment.class);
+        RangeExperiment e = ExperimentFiles.read(file, RangeExperiment.class);
         try {
             e.validate();
         } catch (IllegalArgumentException ex) {
             throw new IllegalArgumentException(file + ": " + ex.getMessage());
         }
-        Experiment.checkName(file, e.name());
+        ExperimentFiles.checkName(file, e.name());
         return e;
     }
 

@@ -56,7 +56,7 @@ public final class Runner {
     private DataSetWriter writer;
     private Rounds rounds;
     /** What the nodes spend, when the experiment samples it ({@code resources}); else null. */
-    private Resources resources;
+    private ResourceFrame resources;
 
     /**
      * @param cluster    a running cluster with the plugin (node 1 coordinates when the run is "fixed")
@@ -118,16 +118,18 @@ public final class Runner {
             }
             writer = new DataSetWriter(e, List.copyOf(clients.values()), keySpace, nodes, KEYSPACE);
             if (e.resources() != null) {
-                resources = new Resources(cluster, shape.nodes());
+                resources = new ResourceFrame(e.resources(), new Resources(cluster, shape.nodes()), log);
             }
-            rounds = new Rounds(e, variants, KEYSPACE, nodeFilters(), nodes, resources, log);
+            rounds = new Rounds(
+                    e, variants, KEYSPACE, nodeFilters(), nodes, resources == null ? null : resources.resources(), log);
             if (e.isInsert()) {
                 runInserts();
             } else {
                 runLookups();
             }
             if (resources != null) {
-                idleAfter();
+                resources.idleAfter(nodes, KEYSPACE, variants, nodeFilters());
+                write();
             }
             result.put("finished", Instant.now().toString());
             result.put("duration_s", Duration.between(started, Instant.now()).toSeconds());
@@ -141,73 +143,6 @@ public final class Runner {
             clients.values().forEach(Client::close);
             session.close();
         }
-    }
-
-    // ------------------------------------------------------------------ resources
-
-    /**
-     * Starts the resource timeline, once, before the first measured point: an idle period first
-     * (the cluster at rest after the load phase), then every phase labelled as it runs.
-     */
-    private void startResources() throws IOException {
-        if (resources == null || result.containsKey("resources")) {
-            return;
-        }
-        Experiment.ResourceSampling rs = e.resources();
-        Map<String, Object> doc = new LinkedHashMap<>();
-        doc.put("interval_s", rs.intervalS());
-        doc.put("clock", "seconds since the timeline started");
-        doc.put("timeline", List.of());
-        result.put("resources", doc);
-        resources.phase("idle before");
-        resources.startTimeline(rs.intervalS());
-        doc.put("idle_before", idlePeriod("idle before", rs.idleBeforeS()));
-    }
-
-    /** An idle period of {@code seconds} under {@code label}: what it cost, per second. */
-    private Map<String, Object> idlePeriod(String label, double seconds) throws IOException {
-        log.printf(
-                "%s: the cluster idle for %.0f s (sampling every %.1f s)%n",
-                label, seconds, e.resources().intervalS());
-        resources.phase(label);
-        Resources.Reading a = resources.read();
-        BenchCluster.sleep(Math.round(seconds * 1000));
-        return resources.totals(resources.read().minus(a), 0);
-    }
-
-    /**
-     * The idle periods after the last point: with the Needle indexes (node filters publish
-     * heartbeats), then after dropping them (the cluster as stock Cassandra would be).
-     */
-    private void idleAfter() throws IOException {
-        @SuppressWarnings("unchecked")
-        Map<String, Object> doc = (Map<String, Object>) result.get("resources");
-        double seconds = e.resources().idleAfterS();
-        // What the load left behind (memtables, compactions) is not the node filters' cost at rest.
-        resources.phase("settling");
-        nodes.settle(KEYSPACE, true, false);
-        BenchCluster.sleep(15_000);
-        doc.put("idle_after_with_needle", idlePeriod("idle, Needle indexes", seconds));
-        Map<String, Object> memory = new LinkedHashMap<>();
-        for (Variant v : variants) {
-            if (v.needle() && nodeFilters()) {
-                memory.put(v.name(), resources.copyMemory(KEYSPACE, v.table()));
-            }
-        }
-        if (!memory.isEmpty()) {
-            doc.put("node_filter_copy_memory", memory);
-        }
-        for (Variant v : variants) {
-            if (v.needle()) {
-                log.println("dropping the Needle index of " + v.table());
-                nodes.ddl("DROP INDEX " + KEYSPACE + "." + v.table() + "_needle");
-            }
-        }
-        resources.phase("settling");
-        BenchCluster.sleep(15_000); // the indexes unregister on every node
-        doc.put("idle_after_indexes_dropped", idlePeriod("idle, Needle indexes dropped", seconds));
-        doc.put("timeline", resources.timeline());
-        write();
     }
 
     private void createSchema() {
@@ -391,7 +326,7 @@ public final class Runner {
         return measure(where, cache, ops, p, () -> {}, w -> {});
     }
 
-    /** Measures a point ({@link Rounds#measure}), then brings the resource timeline up to date. */
+    /** Measures a point ({@link Rounds#measure}), with the resource timeline ({@link ResourceFrame}) around it. */
     private Rounds.Measured measure(
             String where,
             String cache,
@@ -400,13 +335,12 @@ public final class Runner {
             Runnable afterRound,
             java.util.function.LongConsumer afterWarmup)
             throws IOException {
-        startResources();
+        if (resources != null && resources.startOnce()) {
+            result.put("resources", resources.document());
+        }
         Rounds.Measured m = rounds.measure(where, cache, ops, p, afterRound, afterWarmup);
         if (resources != null) {
-            resources.phase("between points");
-            @SuppressWarnings("unchecked")
-            Map<String, Object> doc = (Map<String, Object>) result.get("resources");
-            doc.put("timeline", resources.timeline());
+            resources.afterPoint();
         }
         return m;
     }

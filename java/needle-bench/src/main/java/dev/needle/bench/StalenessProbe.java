@@ -9,14 +9,12 @@ import com.datastax.oss.driver.api.core.metadata.TokenMap;
 import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import dev.needle.testhooks.LatencyProfile;
 import dev.needle.testkit.LocalCluster;
 import dev.needle.testkit.NodeJmx;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -48,20 +46,6 @@ import java.util.concurrent.atomic.AtomicReference;
  * paced rate (smaller batches). Writes {@code staleness.json}, after each phase.
  */
 final class StalenessProbe {
-    private static final String USAGE = """
-            usage: needle-bench staleness [options]
-              --nodes N            nodes (default 4)
-              --latency PROFILE    emulated internode latency (default lan; raw, lan, az, wan, fixed:MS)
-              --keys N             probe keys per phase and table (default 2000)
-              --load-threads N     loader threads of the phase under load and of the full-rate sync cost (default 4)
-              --sync-keys N        partitions inserted per sync-cost phase (default 20000)
-              --paced-rate N       inserts per second of the paced sync-cost phase (default 200)
-              --staleness S        the index's bound S (default 1s)
-              --heap SIZE          each node's heap (default 1G)
-              --out DIR            where staleness.json goes (default bench/results/scheme2)
-              --plugin-jar JAR     the Needle plugin (default java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar)
-              --cluster-tool PATH  deploy/needle-cluster (default: deploy/needle-cluster)
-            """;
     static final String KEYSPACE = "needle_probe";
     static final Variant STOCK = Variant.of("stock");
     static final Variant NEEDLE = Variant.of("needle-cuckoo");
@@ -70,81 +54,18 @@ final class StalenessProbe {
 
     private StalenessProbe() {}
 
-    /** The options of one run. */
-    record Options(
-            int nodes,
-            String latency,
-            int keys,
-            int loadThreads,
-            int syncKeys,
-            int pacedRate,
-            String staleness,
-            String heap,
-            Path out,
-            Path jar,
-            Path tool) {
-        static Options parse(String[] args) {
-            int nodes = 4, keys = 2000, loadThreads = 4, syncKeys = 20_000, pacedRate = 200;
-            String latency = "lan", staleness = "1s", heap = "1G";
-            Path out = Path.of("bench/results/scheme2");
-            Path jar = Path.of("java/needle-cassandra/target/needle-cassandra-0.1.0-SNAPSHOT.jar");
-            Path tool = Path.of("deploy/needle-cluster");
-            for (int i = 1; i < args.length; i++) {
-                String a = args[i];
-                if (i + 1 >= args.length) {
-                    throw new IllegalArgumentException(a + " needs a value");
-                }
-                String v = args[++i];
-                switch (a) {
-                    case "--nodes" -> nodes = positive(a, v);
-                    case "--latency" -> latency = v;
-                    case "--keys" -> keys = positive(a, v);
-                    case "--load-threads" -> loadThreads = positive(a, v);
-                    case "--sync-keys" -> syncKeys = positive(a, v);
-                    case "--paced-rate" -> pacedRate = positive(a, v);
-                    case "--staleness" -> staleness = v;
-                    case "--heap" -> heap = v;
-                    case "--out" -> out = Path.of(v);
-                    case "--plugin-jar" -> jar = Path.of(v);
-                    case "--cluster-tool" -> tool = Path.of(v);
-                    default -> throw new IllegalArgumentException("unknown option " + a);
-                }
-            }
-            if (nodes < 2) {
-                throw new IllegalArgumentException(
-                        "--nodes must be at least 2 (a key is read through the nodes that do not own it)");
-            }
-            LatencyProfile.parse(latency); // a bad name fails here, before any node starts
-            BenchCluster.parseStaleness(staleness);
-            return new Options(nodes, latency, keys, loadThreads, syncKeys, pacedRate, staleness, heap, out, jar, tool);
-        }
-
-        private static int positive(String option, String v) {
-            int n;
-            try {
-                n = Integer.parseInt(v);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(option + " '" + v + "' is not a number");
-            }
-            if (n <= 0) {
-                throw new IllegalArgumentException(option + " must be positive, not " + v);
-            }
-            return n;
-        }
-    }
-
     static int run(String[] args) {
         if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
-            System.out.print(USAGE);
+            System.out.print(StalenessOptions.USAGE);
             return 0;
         }
-        Options o;
+        StalenessOptions o;
         try {
-            o = Options.parse(args);
+            o = StalenessOptions.parse(args);
             Main.requireClusterFiles(o.tool(), o.jar());
         } catch (IllegalArgumentException e) {
             System.err.println("needle-bench: " + e.getMessage());
-            System.err.print(USAGE);
+            System.err.print(StalenessOptions.USAGE);
             return 2;
         }
         System.err.printf("staleness: starting %d nodes, emulated latency %s%n", o.nodes(), o.latency());
@@ -177,7 +98,7 @@ final class StalenessProbe {
     /** One run on a started cluster. */
     private static final class Run {
         private final LocalCluster cluster;
-        private final Options o;
+        private final StalenessOptions o;
         private final CqlSession[] sessions; // [n]: every request to node n (index 0 unused)
         private final CqlSession routed; // token-aware: each insert goes to the key's owner
         private final long stalenessNanos;
@@ -185,7 +106,7 @@ final class StalenessProbe {
         private final ByteBuffer value = ByteBuffer.allocate(400);
         private final SyncCost sync;
 
-        Run(LocalCluster cluster, Options o) {
+        Run(LocalCluster cluster, StalenessOptions o) {
             this.cluster = cluster;
             this.o = o;
             this.sessions = new CqlSession[o.nodes() + 1];

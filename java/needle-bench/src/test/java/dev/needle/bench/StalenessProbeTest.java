@@ -38,11 +38,11 @@ class StalenessProbeTest {
 
     @Test
     void optionsHaveDefaultsAndBadValuesAreNamed() {
-        StalenessProbe.Options o = StalenessProbe.Options.parse(new String[] {"staleness"});
+        StalenessOptions o = StalenessOptions.parse(new String[] {"staleness"});
         assertEquals(4, o.nodes());
         assertEquals("lan", o.latency());
         assertEquals("1s", o.staleness());
-        o = StalenessProbe.Options.parse(
+        o = StalenessOptions.parse(
                 new String[] {"staleness", "--nodes", "3", "--latency", "az", "--keys", "10", "--staleness", "200ms"});
         assertEquals(3, o.nodes());
         assertEquals(10, o.keys());
@@ -78,7 +78,7 @@ class StalenessProbeTest {
         String[] all = new String[args.length + 1];
         all[0] = "staleness";
         System.arraycopy(args, 0, all, 1, args.length);
-        return assertThrows(IllegalArgumentException.class, () -> StalenessProbe.Options.parse(all))
+        return assertThrows(IllegalArgumentException.class, () -> StalenessOptions.parse(all))
                 .getMessage();
     }
 }

@@ -5,12 +5,8 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32C;
 
 /**
@@ -167,42 +163,9 @@ public final class FilterIO {
         }
     }
 
-    /** Writes a filter to {@code file} atomically (see {@link #writeAtomically}). */
+    /** Writes a filter to {@code file} atomically (see {@link AtomicFile#write}). */
     public static void write(Filter filter, Path file) throws IOException {
-        writeAtomically(file, filter::writeTo);
-    }
-
-    /** Writes whatever {@code content} writes. */
-    @FunctionalInterface
-    public interface StreamWriter {
-        void writeTo(OutputStream out) throws IOException;
-    }
-
-    /**
-     * Writes a file atomically: to a temporary file in the same folder, forced to disk, then
-     * renamed over the target. A crash leaves the old file or the new one, never a mix.
-     */
-    public static void writeAtomically(Path file, StreamWriter content) throws IOException {
-        Path dir = file.toAbsolutePath().getParent();
-        Files.createDirectories(dir);
-        Path tmp = Files.createTempFile(dir, file.getFileName().toString(), ".tmp");
-        try {
-            try (FileChannel ch =
-                            FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
-                    OutputStream out =
-                            new java.io.BufferedOutputStream(java.nio.channels.Channels.newOutputStream(ch), CHUNK)) {
-                content.writeTo(out);
-                out.flush();
-                ch.force(true);
-            }
-            try {
-                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
+        AtomicFile.write(file, filter::writeTo);
     }
 
     // ---- reading --------------------------------------------------------------------------
