@@ -68,7 +68,7 @@ final class LeafSplitter {
             }
         }
         if (!dual.isEmpty() || !moved.isEmpty()) {
-            if (index.everyNode(v -> v >= d.version(), false)) {
+            if (index.nodes().everyNode(v -> v >= d.version(), false)) {
                 // no operation on any node acts on an older version (and none is down): the next step
                 if (!dual.isEmpty()) {
                     move(d, dual, rows);

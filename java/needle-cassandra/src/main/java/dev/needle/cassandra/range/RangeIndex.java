@@ -2,11 +2,12 @@ package dev.needle.cassandra.range;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.UntypedResultSet;
@@ -14,16 +15,14 @@ import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.sai.StorageAttachedIndex;
-import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.service.StorageService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One ordered index on one node: its tables, its cached leaf directory, and whether every node
- * has indexed the rows it held when the index was created. The query handler writes entries
+ * One ordered index on one node: its tables, its cached leaf directory, and what every node
+ * recorded about it ({@link NodeRecords}). The query handler writes entries
  * ({@link EntryWriter}) and answers range reads ({@link RangeRead}) through it; {@link
  * LeafSplitter} changes its directory.
  *
@@ -51,18 +50,11 @@ public final class RangeIndex {
     volatile Map<Long, Long> directoryWritten = Map.of();
 
     private final RangePlans plans;
-    private volatile Boolean ready;
+    private final NodeRecords nodes;
     private volatile RangePlanner planner;
-    private volatile boolean built;
-    // What this node last recorded in the nodes table, and when (the refresh thread's alone).
-    private long recordedVersion = Long.MIN_VALUE;
-    private boolean recordedBuilt;
-    private long recordedAt;
-    /** How often this node records its state again when nothing changed. */
-    private static final long RECORD_AGAIN_NANOS = TimeUnit.SECONDS.toNanos(60);
 
     private final Map<Long, LongAdder> written = new ConcurrentHashMap<>();
-    private final Map<Long, java.util.concurrent.atomic.AtomicInteger> inUse = new ConcurrentHashMap<>();
+    private final Map<Long, AtomicInteger> inUse = new ConcurrentHashMap<>();
 
     RangeIndex(TableMetadata base, ColumnMetadata column, UUID indexId, String indexName, int leafSize) {
         this.base = base;
@@ -72,6 +64,12 @@ public final class RangeIndex {
                 base.keyspace, indexName, column.type.asCQL3Type().toString());
         this.leafSize = leafSize;
         this.plans = new RangePlans(base.keyspace, indexName);
+        this.nodes = new NodeRecords(tables, indexId);
+    }
+
+    /** What every node recorded about this index: the directory version it acts on, whether it indexed its old rows. */
+    public NodeRecords nodes() {
+        return nodes;
     }
 
     /** What this index's range queries did on this node (needle_views.range_plans, metrics). */
@@ -150,24 +148,6 @@ public final class RangeIndex {
         };
     }
 
-    /** Whether every node has indexed its old rows as this node last learned it; null if not learned yet. */
-    public Boolean readyAsKnown() {
-        return ready;
-    }
-
-    /**
-     * Whether every node of the ring has indexed its old rows: only then may a read use the index.
-     * Learned by each refresh; the first call on a node that has not refreshed yet asks at once.
-     */
-    public boolean ready() {
-        Boolean r = ready;
-        if (r == null) {
-            r = everyNode(version -> true, true);
-            ready = r;
-        }
-        return r;
-    }
-
     /** The directory this node acts on, read at once if it has none yet. */
     public LeafDirectory<ByteBuffer> directory() {
         LeafDirectory<ByteBuffer> d = directory;
@@ -185,8 +165,7 @@ public final class RangeIndex {
     LeafDirectory<ByteBuffer> acquire() {
         while (true) {
             LeafDirectory<ByteBuffer> d = directory();
-            inUse.computeIfAbsent(d.version(), v -> new java.util.concurrent.atomic.AtomicInteger())
-                    .incrementAndGet();
+            inUse.computeIfAbsent(d.version(), v -> new AtomicInteger()).incrementAndGet();
             if (directory == d) {
                 return d;
             }
@@ -201,7 +180,7 @@ public final class RangeIndex {
     /** The oldest directory version an operation on this node still acts on, at most {@code current}. */
     private long oldestInUse(long current) {
         long oldest = current;
-        for (Map.Entry<Long, java.util.concurrent.atomic.AtomicInteger> e : inUse.entrySet()) {
+        for (Map.Entry<Long, AtomicInteger> e : inUse.entrySet()) {
             if (e.getValue().get() > 0) {
                 oldest = Math.min(oldest, e.getKey());
             }
@@ -236,7 +215,7 @@ public final class RangeIndex {
         }
         long version = rows.iterator().next().getLong("version");
         List<LeafDirectory.Leaf<ByteBuffer>> leaves = new ArrayList<>();
-        Map<Long, UntypedResultSet.Row> rowsOf = new java.util.HashMap<>();
+        Map<Long, UntypedResultSet.Row> rowsOf = new HashMap<>();
         Map<Long, Long> written = writtenCounts();
         for (UntypedResultSet.Row r : rows) {
             long leaf = r.getLong("leaf");
@@ -295,7 +274,7 @@ public final class RangeIndex {
 
     /** Entries written to each leaf since the index was created, as the nodes have counted them. */
     Map<Long, Long> writtenCounts() {
-        Map<Long, Long> out = new java.util.HashMap<>();
+        Map<Long, Long> out = new HashMap<>();
         for (UntypedResultSet.Row r : QueryProcessor.execute(
                 "SELECT leaf, written FROM " + tables.q(tables.counts()), ConsistencyLevel.ONE)) {
             out.put(r.getLong("leaf"), r.getLong("written"));
@@ -339,31 +318,13 @@ public final class RangeIndex {
     }
 
     /**
-     * Once a second: reloads the directory, records the oldest version this node acts on (and,
-     * once done, that it has indexed its old rows) when either changed and once a minute, adds
-     * the counts of written entries, and learns whether every node is ready.
+     * Once a second: reloads the directory, records the oldest version this node acts on and
+     * learns whether every node is ready ({@link NodeRecords}), and adds the counts of written
+     * entries.
      */
     void refresh() {
         LeafDirectory<ByteBuffer> d = loadDirectory();
-        UUID self = StorageService.instance.getLocalHostUUID();
-        long oldest = oldestInUse(d.version());
-        boolean nowBuilt = built;
-        long now = System.nanoTime();
-        // Recorded when it changed, and once in a while in case the row was lost: not every second,
-        // as every write of the index's own tables is one a DROP of the keyspace may race with.
-        if (oldest != recordedVersion || nowBuilt != recordedBuilt || now - recordedAt > RECORD_AGAIN_NANOS) {
-            // 'built' is only ever set: a node restarting has not re-read it yet, and must not unset it.
-            QueryProcessor.execute(
-                    "INSERT INTO " + tables.q(tables.nodes()) + " (node, index_id, version"
-                            + (nowBuilt ? ", built)" : ")") + " VALUES (?, ?, ?" + (nowBuilt ? ", true)" : ")"),
-                    ConsistencyLevel.QUORUM,
-                    self,
-                    indexId,
-                    oldest);
-            recordedVersion = oldest;
-            recordedBuilt = nowBuilt;
-            recordedAt = now;
-        }
+        nodes.recordAndLearn(oldestInUse(d.version()));
         for (Map.Entry<Long, LongAdder> e : written.entrySet()) {
             long n = e.getValue().sumThenReset();
             if (n > 0) {
@@ -374,51 +335,6 @@ public final class RangeIndex {
                         e.getKey());
             }
         }
-        ready = everyNode(version -> true, true);
-    }
-
-    /** Marks this node's old rows indexed (recorded at the next refresh). */
-    void markBuilt() {
-        built = true;
-    }
-
-    boolean built() {
-        return built;
-    }
-
-    /** Whether this node recorded earlier (before a restart) that it indexed its old rows. */
-    boolean builtBefore() {
-        UntypedResultSet rows = QueryProcessor.execute(
-                "SELECT built FROM " + tables.q(tables.nodes()) + " WHERE index_id = ? AND node = ?",
-                ConsistencyLevel.QUORUM,
-                indexId,
-                StorageService.instance.getLocalHostUUID());
-        return !rows.isEmpty() && rows.one().has("built") && rows.one().getBoolean("built");
-    }
-
-    /**
-     * Whether every node of the ring has recorded a directory version that {@code accepts}, for
-     * this index (and, if {@code mustBeBuilt}, that it indexed its old rows).
-     */
-    boolean everyNode(java.util.function.LongPredicate accepts, boolean mustBeBuilt) {
-        UntypedResultSet rows = QueryProcessor.execute(
-                "SELECT node, version, built FROM " + tables.q(tables.nodes()) + " WHERE index_id = ?",
-                ConsistencyLevel.QUORUM,
-                indexId);
-        Map<UUID, UntypedResultSet.Row> byNode = new java.util.HashMap<>();
-        for (UntypedResultSet.Row r : rows) {
-            byNode.put(r.getUUID("node"), r);
-        }
-        for (InetAddressAndPort ep : StorageService.instance.getTokenMetadata().getAllEndpoints()) {
-            UntypedResultSet.Row r = byNode.get(StorageService.instance.getHostIdForEndpoint(ep));
-            if (r == null
-                    || !r.has("version")
-                    || !accepts.test(r.getLong("version"))
-                    || (mustBeBuilt && !(r.has("built") && r.getBoolean("built")))) {
-                return false;
-            }
-        }
-        return true;
     }
 
     void logRefreshFailure(Exception e) {

@@ -145,7 +145,7 @@ public final class RangeIndexes {
         for (List<RangeIndex> list : TABLES.values()) {
             for (RangeIndex index : list) {
                 try {
-                    if (index.tables().exist() && index.ready()) {
+                    if (index.tables().exist() && index.nodes().ready()) {
                         new LeafSplitter(index).step();
                     }
                 } catch (RuntimeException e) {
@@ -188,13 +188,13 @@ public final class RangeIndexes {
                 Thread.sleep(500);
             }
             index.ensureTables(); // the directory's first version, now that every replica has its table
-            if (index.builtBefore()) {
-                index.markBuilt();
+            if (index.nodes().builtBefore()) {
+                index.nodes().markBuilt();
                 return;
             }
             Thread.sleep(DatabaseDescriptor.getWriteRpcTimeout(TimeUnit.MILLISECONDS));
             long rows = indexLocalRows(index);
-            index.markBuilt();
+            index.nodes().markBuilt();
             logger.info(
                     "Needle range index {} on {}: indexed the {} rows this node held",
                     index.tables().index(),

@@ -153,7 +153,7 @@ public final class RangeStatements {
         if (index == null) {
             return null;
         }
-        boolean ready = index.ready();
+        boolean ready = index.nodes().ready();
         String asked = asked(payload);
         boolean forClient = "plan".equals(asked); // the client can scan itself: its scan is a strategy
         boolean sai = hasSai(select, index);

@@ -66,7 +66,7 @@ final class RangeViews {
                                 index.base().name,
                                 index.tables().index())
                         .column("column_name", index.column().name.toString())
-                        .column("ready", index.readyAsKnown())
+                        .column("ready", index.nodes().readyAsKnown())
                         .column("leaf_size", index.leafSize())
                         .column("leaves", d.leaves().size())
                         .column("entries", d.totalRows())
