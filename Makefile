@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check check-java check-rust lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -58,13 +58,19 @@ test-without-cluster-quiet:
 
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
-# (which compiles the Rust workspace again).
+# (which compiles the Rust workspace again). Java and Rust run side by side (each mostly keeps one
+# core busy), each lane's output shown when it ends.
 check: lint-python s3-test-server
+	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
+	$(PYTHON) -m pytest -q bench/plot
+
+check-java:
 	cd java && $(MVN) -DskipITs install
+
+check-rust: s3-test-server
 	cd rust && cargo fmt --all -- --check
 	cd rust && cargo clippy --all-targets -- -D warnings
 	cd rust && NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs cargo test
-	$(PYTHON) -m pytest -q bench/plot
 
 test-java:
 	cd java && $(MVN) install
