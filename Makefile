@@ -131,10 +131,8 @@ $(S3_SERVER)/bin/s3s-fs:
 $(S3_TEST_SERVER)/bin/s3s-fs:
 	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --debug --root $(S3_TEST_SERVER)
 
-test-rust: s3-test-server
-	cd rust && cargo fmt --all -- --check
-	cd rust && NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs cargo test
-	cd rust && cargo clippy --all-targets -- -D warnings
+# The quick tier's Rust checks, and clippy on the Python module too (outside the default members).
+test-rust: check-rust
 	cd rust && cargo clippy -p needle-python -- -D warnings
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
