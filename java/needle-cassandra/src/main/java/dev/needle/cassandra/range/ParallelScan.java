@@ -4,13 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.selection.ResultSetBuilder;
@@ -58,21 +52,8 @@ final class ParallelScan {
     /** The ring is cut into at least this many splits per node. */
     static final int SPLITS_PER_NODE = 4;
 
-    /** Splits read at the same time by one query, and threads shared by every query. */
-    static final int CONCURRENCY = 8;
-
-    private static final AtomicInteger THREADS = new AtomicInteger();
-
-    private static final ExecutorService POOL =
-            new ThreadPoolExecutor(CONCURRENCY, CONCURRENCY, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-                Thread t = new Thread(r, "needle-scan-" + THREADS.incrementAndGet());
-                t.setDaemon(true);
-                return t;
-            });
-
-    static {
-        ((ThreadPoolExecutor) POOL).allowCoreThreadTimeOut(true);
-    }
+    /** Splits read at the same time by one query (on {@link RangeThreads}, shared by every query). */
+    static final int CONCURRENCY = RangeThreads.THREADS;
 
     private ParallelScan() {}
 
@@ -144,12 +125,12 @@ final class ParallelScan {
                     PagingState from = next == first ? paging : null;
                     PartitionRangeReadCommand part = whole.forSubRange(Range.makeRowRange(splits.get(next++)), false);
                     int limit = want - emitted;
-                    reading.add(POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
+                    reading.add(RangeThreads.POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
                 }
                 if (reading.isEmpty()) {
                     break;
                 }
-                Split s = get(reading.poll());
+                Split s = RangeThreads.await(reading.poll());
                 int take = Math.min(s.rows().size(), want - emitted);
                 for (int i = 0; i < take; i++) {
                     last = s.rows().get(i);
@@ -213,21 +194,6 @@ final class ParallelScan {
         List<RangeRead.Fetched> rows = new ArrayList<>();
         RangeRead.forEachRow(pager.fetchPage(limit, cl, state.getClientState(), t), rows::add);
         return new Split(rows, pager.isExhausted());
-    }
-
-    private static Split get(Future<Split> f) {
-        try {
-            return f.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while scanning", e);
-        } catch (ExecutionException e) {
-            // Timeouts and unavailable replicas reach the client as they would from Cassandra's own read.
-            if (e.getCause() instanceof RuntimeException re) {
-                throw re;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
     }
 
     /**

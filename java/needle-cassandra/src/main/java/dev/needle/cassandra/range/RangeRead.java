@@ -28,7 +28,7 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 /**
  * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
  * their rows by primary key at the statement's consistency level (a batch at a time, each in one
- * range read by key list: {@link KeyFetch}), keeps a row only if it still holds the entry's value
+ * range read by key list: {@link KeyFetch}; the next batch's read while one batch's is), keeps a row only if it still holds the entry's value
  * and satisfies every restriction of the statement (so stale entries are dropped), and returns
  * the rows in the indexed column's order, a page at a time. The paging state it returns holds the
  * last entry read, so the next page starts after it whatever the directory has become meanwhile.
@@ -204,39 +204,57 @@ public final class RangeRead {
         int emitted = 0;
         EntryCursor.Position last = null;
         boolean more = true;
-        while (emitted < want) {
-            List<EntryCursor.Position> batch = new ArrayList<>(FETCH_BATCH);
-            EntryCursor.Position p;
-            while (batch.size() < FETCH_BATCH && (p = cursor.next()) != null) {
-                batch.add(p);
-            }
-            if (batch.isEmpty()) {
-                more = false;
-                break;
-            }
-            entries += batch.size();
-            Map<KeyFetch.Key, Fetched> rows = fetch(index, batch, cl, nowInSec, t);
-            List<EntryCursor.Position> superseded = new ArrayList<>();
-            for (EntryCursor.Position e : batch) {
-                last = e;
-                Fetched f = rows.get(new KeyFetch.Key(e.pk(), e.ck()));
-                if (f != null && StaleEntries.superseded(index, f.row, e)) {
-                    superseded.add(e);
-                }
-                if (f == null || !matches(index, filter, f, e, nowInSec)) {
-                    continue;
-                }
-                select.processPartition(new OneRow(base, f), options, result, nowInSec);
-                if (++emitted == want) {
+        List<EntryCursor.Position> batch = nextBatch(cursor);
+        RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> batchRows = null; // null: read on this thread
+        RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> nextRows = null;
+        try {
+            while (emitted < want) {
+                if (batch.isEmpty()) {
+                    more = false;
                     break;
                 }
+                entries += batch.size();
+                // While this batch's rows are read, the next batch's are, if this one cannot fill the
+                // page (rows of a batch the page does not take are dropped).
+                List<EntryCursor.Position> next = null;
+                if (emitted + batch.size() < want) {
+                    next = nextBatch(cursor);
+                    if (!next.isEmpty()) {
+                        List<EntryCursor.Position> ahead = next;
+                        nextRows = RangeThreads.ahead(() -> fetch(index, ahead, cl, nowInSec, t));
+                    }
+                }
+                Map<KeyFetch.Key, Fetched> rows =
+                        batchRows == null ? fetch(index, batch, cl, nowInSec, t) : batchRows.get();
+                List<EntryCursor.Position> superseded = new ArrayList<>();
+                for (EntryCursor.Position e : batch) {
+                    last = e;
+                    Fetched f = rows.get(new KeyFetch.Key(e.pk(), e.ck()));
+                    if (f != null && StaleEntries.superseded(index, f.row, e)) {
+                        superseded.add(e);
+                    }
+                    if (f == null || !matches(index, filter, f, e, nowInSec)) {
+                        continue;
+                    }
+                    select.processPartition(new OneRow(base, f), options, result, nowInSec);
+                    if (++emitted == want) {
+                        break;
+                    }
+                }
+                StaleEntries.remove(index, superseded);
+                if (emitted == want && last != batch.get(batch.size() - 1)) {
+                    break; // the page is full inside this batch: the next page starts after 'last'
+                }
+                if (emitted < want && abandon != null && abandon.test(emitted)) {
+                    return null;
+                }
+                batch = next != null ? next : nextBatch(cursor);
+                batchRows = nextRows;
+                nextRows = null;
             }
-            StaleEntries.remove(index, superseded);
-            if (emitted == want && last != batch.get(batch.size() - 1)) {
-                break; // the page is full inside this batch: the next page starts after 'last'
-            }
-            if (emitted < want && abandon != null && abandon.test(emitted)) {
-                return null;
+        } finally {
+            if (nextRows != null) {
+                nextRows.drop();
             }
         }
         ResultSet rs = result.build();
@@ -246,6 +264,16 @@ public final class RangeRead {
             rs.metadata.setHasMorePages(new PagingState(position, null, remaining - emitted, Integer.MAX_VALUE));
         }
         return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads), query);
+    }
+
+    /** The next {@link #FETCH_BATCH} entries of {@code cursor} (fewer at its end; none past it). */
+    private static List<EntryCursor.Position> nextBatch(EntryCursor cursor) {
+        List<EntryCursor.Position> batch = new ArrayList<>(FETCH_BATCH);
+        EntryCursor.Position p;
+        while (batch.size() < FETCH_BATCH && (p = cursor.next()) != null) {
+            batch.add(p);
+        }
+        return batch;
     }
 
     private static boolean matches(RangeIndex index, RowFilter filter, Fetched f, EntryCursor.Position e, long now) {
