@@ -214,7 +214,7 @@ impl NeedleTable {
                 Ok(held.narrow(found, files))
             }
             Source::Remote { table, index } => {
-                // The index's three round trips and the listing at once.
+                // The index's two round trips and the listing at once.
                 let (index, values) = (index.clone(), values.to_vec());
                 let asked = blocking(move || {
                     let ix = RemoteIndex::open(&index)?;

@@ -4,10 +4,12 @@
 //!
 //! A published index is its segment files and a [`Publication`]: the configuration and, per
 //! segment, the file and the removals and deletes applied to it (what the manifest says). A
-//! point query then takes three round trips, each of requests sent in parallel: the
-//! publication, the head of every segment (header and partition table, which a long-lived
-//! reader keeps), and the two bucket rows of every segment.
+//! point query then takes two round trips, each of requests sent in parallel: the publication
+//! and the heads of its segments (header and partition table, which a long-lived reader keeps),
+//! bundled by the publisher in one object ([`bundle_heads`]); then the two bucket rows of every
+//! segment. Without the bundle, a reader reads each segment's head after the publication.
 
+use crate::codec::{Dec, Enc};
 use crate::error::{Error, Result};
 use crate::hash::Probe;
 use crate::scan::ScanImpl;
@@ -64,6 +66,83 @@ impl PublishedHead {
             },
         )
     }
+}
+
+/// The first bytes of the object that bundles a publication's segment heads (§8 of the format).
+const HEADS_MAGIC: &[u8; 8] = b"NDLHEADS";
+/// The version of the heads bundle's layout.
+const HEADS_VERSION: u32 = 1;
+
+/// One segment's head as a publisher bundles it: the segment's object, the length of its file,
+/// and the file's first bytes (its head: header, partition table and padding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundledHead {
+    /// The segment's object, as the publication names it.
+    pub object: String,
+    /// Bytes of the segment's file.
+    pub file_len: u64,
+    /// The file's first bytes, at least its head.
+    pub head: Vec<u8>,
+}
+
+/// Encodes the heads of a publication's segments as one object, so that a reader fetches it
+/// beside the publication, in the same round trip, instead of reading every segment's head
+/// after it: magic, version, count, then per segment its object name, file length and head
+/// bytes, then a CRC-32C of all that precedes.
+pub fn bundle_heads(heads: &[BundledHead]) -> Vec<u8> {
+    let mut e = Enc::default();
+    e.bytes(HEADS_MAGIC);
+    e.u32(HEADS_VERSION);
+    e.u32(heads.len() as u32);
+    for h in heads {
+        e.str(&h.object);
+        e.u64(h.file_len);
+        e.u64(h.head.len() as u64);
+        e.bytes(&h.head);
+    }
+    let crc = crc32c::crc32c(&e.0);
+    e.u32(crc);
+    e.0
+}
+
+/// Decodes what [`bundle_heads`] encoded; `name` names it in errors. A bundle that is damaged,
+/// truncated or of a later version is an error (the reader then reads the segments' heads).
+pub fn unbundle_heads(bytes: &[u8], name: &str) -> Result<Vec<BundledHead>> {
+    let path = Path::new(name);
+    if bytes.len() < HEADS_MAGIC.len() + 12 || &bytes[..HEADS_MAGIC.len()] != HEADS_MAGIC {
+        return Err(Error::corrupt(path, "not a bundle of segment heads"));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+        return Err(Error::corrupt(path, "checksum mismatch"));
+    }
+    let mut d = Dec::new(body, path);
+    d.take(HEADS_MAGIC.len())?;
+    let version = d.u32()?;
+    if version != HEADS_VERSION {
+        return Err(Error::corrupt(
+            path,
+            format!("version {version}, this reader reads {HEADS_VERSION}"),
+        ));
+    }
+    let n = d.u32()? as usize;
+    let mut out = Vec::with_capacity(n.min(1 << 16));
+    for _ in 0..n {
+        let object = d.str()?;
+        let file_len = d.u64()?;
+        let len = usize::try_from(d.u64()?)
+            .map_err(|_| Error::corrupt(path, "a head longer than memory"))?;
+        let head = d.take(len)?.to_vec();
+        out.push(BundledHead {
+            object,
+            file_len,
+            head,
+        });
+    }
+    if !d.done() {
+        return Err(Error::corrupt(path, "bytes after the last head"));
+    }
+    Ok(out)
 }
 
 struct Seg {

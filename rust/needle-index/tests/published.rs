@@ -1,6 +1,8 @@
 //! A published index read through byte ranges answers as the index itself does.
 
-use needle_index::published::{PublishedHead, PublishedIndex, HEAD_PREFIX_BYTES};
+use needle_index::published::{
+    bundle_heads, unbundle_heads, BundledHead, PublishedHead, PublishedIndex, HEAD_PREFIX_BYTES,
+};
 use needle_index::{seg_name, Config, Index, Options, Value};
 use std::path::Path;
 
@@ -97,4 +99,64 @@ fn a_damaged_row_is_an_error_not_an_answer() {
     damaged[0][0] ^= 0xff;
     let err = p.0.candidates(h, &damaged).unwrap_err().to_string();
     assert!(err.contains("checksum mismatch"), "{err}");
+}
+
+#[test]
+fn a_bundle_of_heads_gives_back_the_heads_and_refuses_damage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ix");
+    let ix = Index::create(&dir, Config::default(), Options::default()).unwrap();
+    for p in 0..3 {
+        ix.append_values(&format!("part-{p}"), &[Value::Int(p)])
+            .unwrap();
+        ix.flush().unwrap();
+    }
+    let publication = ix.publication().unwrap();
+    let heads: Vec<BundledHead> = publication
+        .segments
+        .iter()
+        .map(|s| {
+            let bytes = std::fs::read(dir.join(seg_name(s.id))).unwrap();
+            BundledHead {
+                object: format!("p-1/{}", seg_name(s.id)),
+                file_len: bytes.len() as u64,
+                head: bytes[..s.head_bytes as usize].to_vec(),
+            }
+        })
+        .collect();
+    assert_eq!(heads.len(), 3);
+    let bundle = bundle_heads(&heads);
+    assert_eq!(unbundle_heads(&bundle, "b").unwrap(), heads);
+    // The heads it gives back make the same index as the segments' own.
+    let from_bundle: Vec<PublishedHead> = heads
+        .iter()
+        .map(|h| {
+            PublishedHead::parse(&h.head, h.file_len, &h.object)
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    let bundled = PublishedIndex::new(&publication, from_bundle).unwrap();
+    let own = published(&dir, &ix);
+    for v in 0..3 {
+        let h = Value::Int(v).hash();
+        let r = rows(&dir, &own, h);
+        assert_eq!(
+            bundled.candidates(h, &r).unwrap(),
+            own.0.candidates(h, &r).unwrap()
+        );
+        assert_eq!(
+            bundled.candidates(h, &r).unwrap(),
+            vec![format!("part-{v}")]
+        );
+    }
+    // Any flipped byte, a truncation, or something else entirely is an error.
+    for at in [0, 9, 20, bundle.len() / 2, bundle.len() - 1] {
+        let mut damaged = bundle.clone();
+        damaged[at] ^= 0x01;
+        assert!(unbundle_heads(&damaged, "b").is_err(), "byte {at} flipped");
+    }
+    assert!(unbundle_heads(&bundle[..bundle.len() - 5], "b").is_err());
+    assert!(unbundle_heads(b"{ \"format\": 1 }", "b").is_err());
+    assert_eq!(unbundle_heads(&bundle_heads(&[]), "b").unwrap(), vec![]);
 }

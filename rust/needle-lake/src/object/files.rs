@@ -35,8 +35,10 @@ impl RemoteFile {
     /// Opens files `rels` of `location`: their lengths, then their footers, in two round trips.
     ///
     /// A suffix range (`bytes=-N`) would read a footer without the length, in one, but some
-    /// S3-compatible servers (s3s-fs 0.14) fail one longer than the object instead of answering
-    /// the whole object, as S3 does.
+    /// S3-compatible servers (s3s-fs 0.14) fail one longer than the object with a server error
+    /// instead of answering the whole object, as S3 does, and the client retries a server error
+    /// for seconds. A footer read whole holds the row groups of a small file: they are not read
+    /// again.
     fn open_all(location: &Location, rels: &[&str]) -> Result<Vec<RemoteFile>> {
         let lens = location.round_trip(try_join_all(rels.iter().map(|rel| location.len(rel))))?;
         let files: Vec<RemoteFile> = rels
@@ -147,8 +149,16 @@ impl ChunkReader for RemoteFile {
     }
 }
 
-/// Reads every range of `reads` (of its file) in one round trip, and keeps them in their files.
+/// Reads every range of `reads` (of its file) that its file has not kept, in one round trip, and
+/// keeps them in their files.
 fn read_and_keep(location: &Location, reads: &[(&RemoteFile, Range<u64>)]) -> Result<()> {
+    let reads: Vec<&(&RemoteFile, Range<u64>)> = reads
+        .iter()
+        .filter(|(f, r)| f.kept(r.start, r.end).is_none())
+        .collect();
+    if reads.is_empty() {
+        return Ok(());
+    }
     let got = location.round_trip(try_join_all(
         reads
             .iter()
@@ -192,7 +202,8 @@ impl RemoteFiles {
     }
 
     /// Opens the files that partitions `ids` belong to and reads the row groups they name, in
-    /// three round trips (lengths, footers, row groups), so reading their rows sends no request.
+    /// three round trips (lengths, footers, row groups; two when the footers' reads hold the row
+    /// groups), so reading their rows sends no request.
     pub(super) fn prefetch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());

@@ -203,6 +203,22 @@ impl Location {
         Ok(bytes)
     }
 
+    /// The whole of object `rel`, or `None` if there is no such object.
+    pub(super) async fn get_if_present(&self, rel: &str) -> Result<Option<Bytes>> {
+        match self.store.get(&self.path(rel)?).await {
+            Ok(r) => {
+                let bytes = r.bytes().await.map_err(|e| self.failed(rel, "read", e))?;
+                self.counted(bytes.len() as u64);
+                Ok(Some(bytes))
+            }
+            Err(object_store::Error::NotFound { .. }) => {
+                self.counted(0);
+                Ok(None)
+            }
+            Err(e) => Err(self.failed(rel, "read", e)),
+        }
+    }
+
     pub(super) async fn put(&self, rel: &str, bytes: Bytes) -> Result<()> {
         let n = bytes.len() as u64;
         self.store

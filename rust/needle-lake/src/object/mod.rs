@@ -9,11 +9,11 @@
 //! merges and locks live), then uploaded as its segment files and one small object,
 //! [`PUBLICATION`], that names them. Segments are uploaded under a name of their own for every
 //! publication and the publication object is replaced last (one `PUT`, which object stores apply
-//! whole), so a reader sees one publication or the next, never a mix. A lookup takes three round
-//! trips to the index (the publication; the head of every segment, as long as the publication
-//! says; two bucket rows of every segment), each of requests sent in parallel, and then, if there
-//! are candidates, three to their files (lengths; footers; the row groups that may hold the
-//! value).
+//! whole), so a reader sees one publication or the next, never a mix. A lookup takes two round
+//! trips to the index (the publication and [`HEADS`], the bundle of its segments' heads; two
+//! bucket rows of every segment), each of requests sent in parallel, and then, if there are
+//! candidates, three to their files (lengths; footers; the row groups that may hold the value,
+//! unless the footers' reads hold them).
 //!
 //! `location` is where objects are and how requests are counted, `files` the Parquet files
 //! read through ranged requests, `publication` publishing and reading an index; this module
@@ -25,7 +25,7 @@ mod publication;
 
 pub use files::{RemoteFile, RemoteFiles};
 pub use location::{Location, Requests};
-pub use publication::{publish, PublishReport, RemoteIndex, PUBLICATION};
+pub use publication::{publish, PublishReport, RemoteIndex, HEADS, PUBLICATION};
 
 use crate::pq::{self, IndexParquetOptions, IndexReport, LookupResult, INDEX_SUBDIR};
 use crate::{Error, Result};

@@ -7,7 +7,8 @@ use crate::{Error, Key, Result};
 use bytes::Bytes;
 use futures::future::try_join_all;
 use needle_index::published::{
-    Publication, PublishedHead, PublishedIndex, PublishedSegment, HEAD_PREFIX_BYTES,
+    bundle_heads, unbundle_heads, BundledHead, Publication, PublishedHead, PublishedIndex,
+    PublishedSegment, HEAD_PREFIX_BYTES,
 };
 use needle_index::{seg_name, Index, Options};
 use object_store::GetRange;
@@ -18,6 +19,9 @@ use std::path::Path;
 
 /// The object, inside an index's prefix, that names the segments of its current publication.
 pub const PUBLICATION: &str = "needle-publication.json";
+/// The object, beside [`PUBLICATION`], that bundles the heads of its segments, so that a reader
+/// has them in the round trip that reads the publication.
+pub const HEADS: &str = "needle-heads.bin";
 /// The version of [`PUBLICATION`]'s content.
 const PUBLICATION_FORMAT: u32 = 1;
 
@@ -56,8 +60,9 @@ pub struct PublishReport {
     pub deleted: usize,
 }
 
-/// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`, then
-/// deletes the objects of earlier publications there. A reader of an earlier publication that
+/// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`: its
+/// segments, the bundle of their heads ([`HEADS`]), then the publication; then deletes the
+/// objects of earlier publications there. A reader of an earlier publication that
 /// reads a deleted segment gets an error, never a wrong answer; reading again finds the new one.
 pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
     let meta = ParquetMeta::load(index_dir)?;
@@ -73,6 +78,7 @@ pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
     let mut report = PublishReport::default();
     let mut uploads = Vec::new();
     let mut entries = Vec::new();
+    let mut heads = Vec::new();
     for s in &publication.segments {
         let file = index_dir.join(seg_name(s.id));
         let bytes = std::fs::read(&file)
@@ -80,6 +86,12 @@ pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
         report.segments += 1;
         report.bytes += bytes.len() as u64;
         let object = format!("{tag}/{}", seg_name(s.id));
+        let head_len = usize::try_from(s.head_bytes).map_or(bytes.len(), |n| n.min(bytes.len()));
+        heads.push(BundledHead {
+            object: object.clone(),
+            file_len: bytes.len() as u64,
+            head: bytes[..head_len].to_vec(),
+        });
         uploads.push((object.clone(), Bytes::from(bytes)));
         entries.push(SegmentEntry {
             object,
@@ -101,12 +113,15 @@ pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
         segments: entries,
     };
     let json = serde_json::to_vec_pretty(&file).expect("a publication serializes");
+    // The heads first: a reader that finds the new publication finds its heads too (one that
+    // finds the old publication beside the new heads sees that they differ, and reads its own).
+    to.round_trip(to.put(HEADS, Bytes::from(bundle_heads(&heads))))?;
     to.round_trip(to.put(PUBLICATION, Bytes::from(json)))?;
     let keep: HashSet<&str> = file.segments.iter().map(|e| e.object.as_str()).collect();
     let stale: Vec<String> = to
         .round_trip(to.list())?
         .into_iter()
-        .filter(|rel| rel != PUBLICATION && !keep.contains(rel.as_str()))
+        .filter(|rel| rel != PUBLICATION && rel != HEADS && !keep.contains(rel.as_str()))
         .collect();
     report.deleted = stale.len();
     to.round_trip(try_join_all(stale.iter().map(|rel| to.delete(rel))))?;
@@ -122,18 +137,22 @@ pub struct RemoteIndex {
 }
 
 impl RemoteIndex {
-    /// Reads the publication at `location` and the head of every segment it names: two round
-    /// trips (three for a publication that does not record its heads' lengths, when a segment's
-    /// partition table is longer than [`HEAD_PREFIX_BYTES`]).
+    /// Reads the publication at `location` and the head of every segment it names: one round
+    /// trip, the publication and the bundle of its heads ([`HEADS`]) read at once. Two when the
+    /// bundle is missing (an index published before there were bundles) or is not this
+    /// publication's (read while a new one was being published): each segment's head is then
+    /// read from its file; three for a publication that does not record its heads' lengths, when
+    /// a segment's partition table is longer than [`HEAD_PREFIX_BYTES`].
     pub fn open(location: &Location) -> Result<RemoteIndex> {
-        let json = location
-            .round_trip(location.get(PUBLICATION))
-            .map_err(|e| {
-                Error::Other(format!(
-                    "{} holds no published index ({e}); build one with `needle index-parquet`",
-                    location.url_of("")
-                ))
-            })?;
+        let (json, bundle) = location.round_trip(async {
+            futures::join!(location.get(PUBLICATION), location.get_if_present(HEADS))
+        });
+        let json = json.map_err(|e| {
+            Error::Other(format!(
+                "{} holds no published index ({e}); build one with `needle index-parquet`",
+                location.url_of("")
+            ))
+        })?;
         let file: PublicationFile = serde_json::from_slice(&json).map_err(|e| {
             Error::Other(format!("{} is damaged: {e}", location.url_of(PUBLICATION)))
         })?;
@@ -147,34 +166,16 @@ impl RemoteIndex {
         }
         let meta = ParquetMeta::parse(&file.parquet, &location.url_of(PUBLICATION))?;
         let objects: Vec<String> = file.segments.iter().map(|e| e.object.clone()).collect();
-        // Each head as long as the publication says; a guess for one made before it said.
-        let mut prefixes = location.round_trip(try_join_all(file.segments.iter().map(|e| {
-            let head = e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES).max(1);
-            location.get_range(&e.object, GetRange::Bounded(0..head))
-        })))?;
-        let mut heads: Vec<Option<PublishedHead>> = vec![None; objects.len()];
-        loop {
-            let mut more = Vec::new();
-            for (i, (prefix, len)) in prefixes.iter().enumerate() {
-                if heads[i].is_some() {
-                    continue;
-                }
-                match PublishedHead::parse(prefix, *len, &location.url_of(&objects[i]))? {
-                    Ok(h) => heads[i] = Some(h),
-                    Err(need) => more.push((i, need)),
-                }
-            }
-            if more.is_empty() {
-                break;
-            }
-            let got = location
-                .round_trip(try_join_all(more.iter().map(|(i, need)| {
-                    location.get_range(&objects[*i], GetRange::Bounded(0..*need))
-                })))?;
-            for ((i, _), read) in more.iter().zip(got) {
-                prefixes[*i] = read;
-            }
-        }
+        // The bundle if it is this publication's (a damaged or foreign one is not used: the
+        // segments' own heads are the truth), else each segment's own head.
+        let heads = match bundle.ok().flatten() {
+            Some(b) => bundled(&b, &objects, &location.url_of(HEADS)),
+            None => None,
+        };
+        let heads = match heads {
+            Some(h) => h,
+            None => read_heads(location, &file, &objects)?,
+        };
         let publication = Publication {
             buckets: file.buckets,
             fingerprint_bits: file.fingerprint_bits,
@@ -189,7 +190,7 @@ impl RemoteIndex {
                 })
                 .collect(),
         };
-        let index = PublishedIndex::new(&publication, heads.into_iter().flatten().collect())?;
+        let index = PublishedIndex::new(&publication, heads)?;
         Ok(RemoteIndex {
             location: location.clone(),
             meta,
@@ -220,4 +221,53 @@ impl RemoteIndex {
         let rows: Vec<Bytes> = rows.into_iter().map(|(b, _)| b).collect();
         Ok(self.index.candidates(h, &rows)?)
     }
+}
+
+/// The heads of `objects` from a bundle, if it parses and bundles exactly those objects, in order.
+fn bundled(bytes: &[u8], objects: &[String], name: &str) -> Option<Vec<PublishedHead>> {
+    let heads = unbundle_heads(bytes, name).ok()?;
+    if heads.len() != objects.len() || heads.iter().zip(objects).any(|(h, o)| &h.object != o) {
+        return None;
+    }
+    heads
+        .iter()
+        .map(|h| PublishedHead::parse(&h.head, h.file_len, name).ok()?.ok())
+        .collect()
+}
+
+/// The head of every segment of `file`, read from the start of each segment's object.
+fn read_heads(
+    location: &Location,
+    file: &PublicationFile,
+    objects: &[String],
+) -> Result<Vec<PublishedHead>> {
+    // Each head as long as the publication says; a guess for one made before it said.
+    let mut prefixes = location.round_trip(try_join_all(file.segments.iter().map(|e| {
+        let head = e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES).max(1);
+        location.get_range(&e.object, GetRange::Bounded(0..head))
+    })))?;
+    let mut heads: Vec<Option<PublishedHead>> = vec![None; objects.len()];
+    loop {
+        let mut more = Vec::new();
+        for (i, (prefix, len)) in prefixes.iter().enumerate() {
+            if heads[i].is_some() {
+                continue;
+            }
+            match PublishedHead::parse(prefix, *len, &location.url_of(&objects[i]))? {
+                Ok(h) => heads[i] = Some(h),
+                Err(need) => more.push((i, need)),
+            }
+        }
+        if more.is_empty() {
+            break;
+        }
+        let got = location
+            .round_trip(try_join_all(more.iter().map(|(i, need)| {
+                location.get_range(&objects[*i], GetRange::Bounded(0..*need))
+            })))?;
+        for ((i, _), read) in more.iter().zip(got) {
+            prefixes[*i] = read;
+        }
+    }
+    Ok(heads.into_iter().flatten().collect())
 }
