@@ -174,7 +174,7 @@ impl RemoteIndex {
         };
         let heads = match heads {
             Some(h) => h,
-            None => read_heads(location, &file, &objects)?,
+            None => read_heads(location, &file)?,
         };
         let publication = Publication {
             buckets: file.buckets,
@@ -236,11 +236,8 @@ fn bundled(bytes: &[u8], objects: &[String], name: &str) -> Option<Vec<Published
 }
 
 /// The head of every segment of `file`, read from the start of each segment's object.
-fn read_heads(
-    location: &Location,
-    file: &PublicationFile,
-    objects: &[String],
-) -> Result<Vec<PublishedHead>> {
+fn read_heads(location: &Location, file: &PublicationFile) -> Result<Vec<PublishedHead>> {
+    let objects: Vec<&str> = file.segments.iter().map(|e| e.object.as_str()).collect();
     // Each head as long as the publication says; a guess for one made before it said.
     let mut prefixes = location.round_trip(try_join_all(file.segments.iter().map(|e| {
         let head = e.head_bytes.unwrap_or(HEAD_PREFIX_BYTES).max(1);
@@ -253,7 +250,7 @@ fn read_heads(
             if heads[i].is_some() {
                 continue;
             }
-            match PublishedHead::parse(prefix, *len, &location.url_of(&objects[i]))? {
+            match PublishedHead::parse(prefix, *len, &location.url_of(objects[i]))? {
                 Ok(h) => heads[i] = Some(h),
                 Err(need) => more.push((i, need)),
             }
@@ -263,7 +260,7 @@ fn read_heads(
         }
         let got = location
             .round_trip(try_join_all(more.iter().map(|(i, need)| {
-                location.get_range(&objects[*i], GetRange::Bounded(0..*need))
+                location.get_range(objects[*i], GetRange::Bounded(0..*need))
             })))?;
         for ((i, _), read) in more.iter().zip(got) {
             prefixes[*i] = read;

@@ -28,8 +28,9 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 /**
  * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
  * their rows by primary key at the statement's consistency level (a batch at a time, each in one
- * range read by key list: {@link KeyFetch}; the next batch's read while one batch's is), keeps a row only if it still holds the entry's value
- * and satisfies every restriction of the statement (so stale entries are dropped), and returns
+ * range read by key list: {@link KeyFetch}; the next batch's read while one batch's is), keeps a
+ * row only if it still holds the entry's value and satisfies every restriction of the statement
+ * (so stale entries are dropped), and returns
  * the rows in the indexed column's order, a page at a time. The paging state it returns holds the
  * last entry read, so the next page starts after it whatever the directory has become meanwhile.
  *
