@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.function.LongPredicate;
 import javax.management.Attribute;
+import javax.management.InstanceNotFoundException;
 import javax.management.JMException;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
@@ -118,6 +119,21 @@ public final class NodeJmx {
     /** The value of any numeric gauge (e.g. Cassandra's compaction or table metrics). */
     public long gauge(String objectName) throws IOException {
         return ((Number) get(objectName, "Value")).longValue();
+    }
+
+    /**
+     * The count of any counter or meter of Cassandra's; 0 if it is not registered, since Cassandra
+     * registers some (the hint service's) only when first used.
+     */
+    public long count(String objectName) throws IOException {
+        try {
+            return ((Number) get(objectName, "Count")).longValue();
+        } catch (IOException e) {
+            if (e.getCause() instanceof InstanceNotFoundException) {
+                return 0;
+            }
+            throw e;
+        }
     }
 
     /** Invokes an operation of any MBean (arguments of primitive types, String or String[]); returns its result. */
