@@ -1,6 +1,7 @@
 package dev.needle.cassandra.range;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -28,7 +29,7 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 /**
  * Answers a range SELECT from the ordered index (RIX): reads the range's entries in order, fetches
  * their rows by primary key at the statement's consistency level (a batch at a time, each in one
- * range read by key list: {@link KeyFetch}; the next batch's read while one batch's is), keeps a
+ * range read by key list: {@link KeyFetch}; the next batches' read while one batch's is), keeps a
  * row only if it still holds the entry's value and satisfies every restriction of the statement
  * (so stale entries are dropped), and returns
  * the rows in the indexed column's order, a page at a time. The paging state it returns holds the
@@ -41,6 +42,13 @@ import org.apache.cassandra.transport.messages.ResultMessage;
 public final class RangeRead {
     /** Entries whose rows are fetched together (one key list). */
     static final int FETCH_BATCH = 256;
+
+    /**
+     * Batches whose rows are read ahead, on {@link RangeThreads}, while one batch's are read: the
+     * 1,000 rows of a short range at 1 M rows (four batches) are read at once, where one batch
+     * read ahead took two steps.
+     */
+    static final int FETCH_AHEAD = 3;
 
     private RangeRead() {}
 
@@ -205,28 +213,23 @@ public final class RangeRead {
         int emitted = 0;
         EntryCursor.Position last = null;
         boolean more = true;
-        List<EntryCursor.Position> batch = nextBatch(cursor);
-        RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> batchRows = null; // null: read on this thread
-        RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> nextRows = null;
+        // Batches taken from the cursor and not yet emitted, the first read on this thread, the
+        // others read ahead on the pool while it is (rows of a batch the page does not take are
+        // dropped).
+        ArrayDeque<Pending> pending = new ArrayDeque<>();
+        pending.add(new Pending(nextBatch(cursor), null));
         try {
             while (emitted < want) {
+                Pending current = pending.poll();
+                List<EntryCursor.Position> batch = current.entries;
                 if (batch.isEmpty()) {
                     more = false;
                     break;
                 }
                 entries += batch.size();
-                // While this batch's rows are read, the next batch's are, if this one cannot fill the
-                // page (rows of a batch the page does not take are dropped).
-                List<EntryCursor.Position> next = null;
-                if (emitted + batch.size() < want) {
-                    next = nextBatch(cursor);
-                    if (!next.isEmpty()) {
-                        List<EntryCursor.Position> ahead = next;
-                        nextRows = RangeThreads.ahead(() -> fetch(index, ahead, cl, nowInSec, t));
-                    }
-                }
+                readAhead(index, cursor, cl, nowInSec, t, pending, emitted + batch.size(), want);
                 Map<KeyFetch.Key, Fetched> rows =
-                        batchRows == null ? fetch(index, batch, cl, nowInSec, t) : batchRows.get();
+                        current.rows == null ? fetch(index, batch, cl, nowInSec, t) : current.rows.get();
                 List<EntryCursor.Position> superseded = new ArrayList<>();
                 for (EntryCursor.Position e : batch) {
                     last = e;
@@ -249,13 +252,15 @@ public final class RangeRead {
                 if (emitted < want && abandon != null && abandon.test(emitted)) {
                     return null;
                 }
-                batch = next != null ? next : nextBatch(cursor);
-                batchRows = nextRows;
-                nextRows = null;
+                if (pending.isEmpty()) {
+                    pending.add(new Pending(nextBatch(cursor), null));
+                }
             }
         } finally {
-            if (nextRows != null) {
-                nextRows.drop();
+            for (Pending p : pending) {
+                if (p.rows != null) {
+                    p.rows.drop();
+                }
             }
         }
         ResultSet rs = result.build();
@@ -265,6 +270,40 @@ public final class RangeRead {
             rs.metadata.setHasMorePages(new PagingState(position, null, remaining - emitted, Integer.MAX_VALUE));
         }
         return new Answer(new ResultMessage.Rows(rs), new Work(entries, emitted, cursor.partitionReads), query);
+    }
+
+    /** Entries of a batch taken from the cursor, and the read of their rows if it was started ahead. */
+    private record Pending(List<EntryCursor.Position> entries, RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> rows) {}
+
+    /**
+     * Starts reading the rows of up to {@link #FETCH_AHEAD} further batches, while the entries in
+     * hand ({@code inHand}: rows emitted, plus the current batch's and the pending batches'
+     * entries) cannot fill the page.
+     */
+    private static void readAhead(
+            RangeIndex index,
+            EntryCursor cursor,
+            ConsistencyLevel cl,
+            long nowInSec,
+            Dispatcher.RequestTime t,
+            ArrayDeque<Pending> pending,
+            int inHand,
+            int want) {
+        for (Pending p : pending) {
+            if (p.entries.isEmpty()) {
+                return; // the cursor's end is already pending
+            }
+            inHand += p.entries.size();
+        }
+        while (pending.size() < FETCH_AHEAD && inHand < want) {
+            List<EntryCursor.Position> next = nextBatch(cursor);
+            if (next.isEmpty()) {
+                pending.add(new Pending(next, null)); // the cursor's end
+                return;
+            }
+            pending.add(new Pending(next, RangeThreads.ahead(() -> fetch(index, next, cl, nowInSec, t))));
+            inHand += next.size();
+        }
     }
 
     /** The next {@link #FETCH_BATCH} entries of {@code cursor} (fewer at its end; none past it). */
