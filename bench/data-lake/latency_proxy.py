@@ -1,8 +1,10 @@
 """A TCP proxy that holds every request for a fixed time before the server sees it: the latency of a
 distant object store, on loopback. It counts requests and bytes, whoever the client is.
 
-The proxy acknowledges the server's bytes at once (``TCP_QUICKACK``), so the delay is the only one
-the proxy adds. A request is what a client sends after the server last spoke (or on a new connection): HTTP/1.1
+The proxy sends what it receives at once (``TCP_NODELAY`` on both of its connections) and
+acknowledges the server's bytes at once (``TCP_QUICKACK``), so the delay is the only one the proxy
+adds: without the first, Nagle's algorithm held a response's last segment until the client's
+delayed acknowledgment, 40 ms on Linux, in about half of the lookups. A request is what a client sends after the server last spoke (or on a new connection): HTTP/1.1
 clients, as object-store clients are, send one request at a time on a connection, so a request
 whose body spans several reads is held once.
 """
@@ -72,6 +74,8 @@ class LatencyProxy:
         except OSError:
             client_w.close()
             return
+        for w in (client_w, server_w):
+            w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         server_spoke = [True]  # a new connection's first bytes begin a request
 
         async def upstream() -> None:
