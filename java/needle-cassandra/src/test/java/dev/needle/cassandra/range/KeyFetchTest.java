@@ -8,9 +8,15 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.apache.cassandra.dht.Murmur3Partitioner;
+import org.apache.cassandra.dht.Range;
+import org.apache.cassandra.dht.Token;
 import org.junit.jupiter.api.Test;
 
-/** Key lists survive their encoding, and are cut into lists that each fit one expression. */
+/**
+ * Key lists survive their encoding, are cut into lists that each fit one expression, and into
+ * the spans of the ring that hold them.
+ */
 class KeyFetchTest {
     private static ByteBuffer bytes(Random r, int n) {
         byte[] b = new byte[n];
@@ -31,6 +37,40 @@ class KeyFetchTest {
             }
             assertEquals(keys, KeyFetch.decode(KeyFetch.encode(keys)));
         }
+    }
+
+    @Test
+    void everyKeyGoesToTheSpanThatHoldsItsToken() {
+        Random r = new Random(13);
+        List<Token> ring = new ArrayList<>();
+        for (int i = 0; i < 48; i++) {
+            ring.add(new Murmur3Partitioner.LongToken(r.nextLong()));
+        }
+        ring.sort(null);
+        List<Range<Token>> ranges = ParallelScan.splits(ring, 1);
+        List<Range<Token>> spans = new ArrayList<>(); // the ranges in runs of 1 to 20
+        Token left = ranges.get(0).left;
+        for (int i = 0; i < ranges.size(); ) {
+            i = Math.min(ranges.size(), i + 1 + r.nextInt(20));
+            Token right = ranges.get(i - 1).right;
+            spans.add(new Range<>(left, right));
+            left = right;
+        }
+        List<KeyFetch.Key> keys = new ArrayList<>();
+        for (int i = 0; i < 5_000; i++) {
+            keys.add(new KeyFetch.Key(bytes(r, 1 + r.nextInt(16)), bytes(r, 0)));
+        }
+        List<List<KeyFetch.Key>> bySpan = KeyFetch.bySpan(Murmur3Partitioner.instance, spans, keys);
+        assertEquals(spans.size(), bySpan.size());
+        int n = 0;
+        for (int i = 0; i < spans.size(); i++) {
+            for (KeyFetch.Key k : bySpan.get(i)) {
+                Token token = Murmur3Partitioner.instance.getToken(k.pk());
+                assertTrue(spans.get(i).contains(token), "key of token " + token + " in span " + spans.get(i));
+                n++;
+            }
+        }
+        assertEquals(keys.size(), n, "every key in one span");
     }
 
     @Test
