@@ -9,6 +9,7 @@ import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import org.apache.cassandra.config.CassandraRelevantProperties;
 import org.apache.cassandra.db.Clustering;
@@ -82,17 +83,17 @@ public final class KeyFetch {
                     FBUtilities.getAvailableProcessors() * 10));
 
     /**
-     * How long the spans last computed are used again for the same keyspace and level (a ring
+     * How long the spans computed for a keyspace and level are used again (a ring
      * change computes them anew at once). Spans computed before a node went down or came back
      * may cost a round more or less, never a row: any spans that cover the ring read every key.
      */
     private static final long SPANS_FRESH_NANOS = 1_000_000_000L;
 
-    /** The spans last computed, and what for. */
-    private record Spans(
-            String keyspace, ConsistencyLevel cl, long ringVersion, long madeAt, List<Range<Token>> spans) {}
+    /** Spans computed for a keyspace and level, and when, at which version of the ring. */
+    private record Spans(long ringVersion, long madeAt, List<Range<Token>> spans) {}
 
-    private static volatile Spans lastSpans;
+    /** The spans last computed, by keyspace and level (queries at several levels each keep theirs). */
+    private static final Map<String, Spans> SPANS = new ConcurrentHashMap<>();
 
     private KeyFetch() {}
 
@@ -223,16 +224,13 @@ public final class KeyFetch {
         TokenMetadata tokens = StorageService.instance.getTokenMetadata();
         long ringVersion = tokens.getRingVersion();
         long now = System.nanoTime();
-        Spans last = lastSpans;
-        if (last != null
-                && last.keyspace.equals(table.keyspace)
-                && last.cl == cl
-                && last.ringVersion == ringVersion
-                && now - last.madeAt < SPANS_FRESH_NANOS) {
+        String key = table.keyspace + '/' + cl;
+        Spans last = SPANS.get(key);
+        if (last != null && last.ringVersion == ringVersion && now - last.madeAt < SPANS_FRESH_NANOS) {
             return last.spans;
         }
         List<Range<Token>> spans = spans(Keyspace.open(table.keyspace), tokens.sortedTokens(), cl);
-        lastSpans = new Spans(table.keyspace, cl, ringVersion, now, spans);
+        SPANS.put(key, new Spans(ringVersion, now, spans));
         return spans;
     }
 
