@@ -4,7 +4,8 @@ distant object store, on loopback. It counts requests and bytes, whoever the cli
 The proxy sends what it receives at once (``TCP_NODELAY`` on both of its connections) and
 acknowledges the server's bytes at once (``TCP_QUICKACK``), so the delay is the only one the proxy
 adds: without the first, Nagle's algorithm held a response's last segment until the client's
-delayed acknowledgment, 40 ms on Linux, in about half of the lookups.
+delayed acknowledgment, 40 ms on Linux, once or twice in every lookup probed at 20 ms
+(bench/results/data-lake-object-store/stalls.txt).
 
 A request is what a client sends after the server last spoke (or on a new connection): HTTP/1.1
 clients, as object-store clients are, send one request at a time on a connection, so a request
