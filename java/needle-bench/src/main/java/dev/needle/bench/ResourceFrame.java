@@ -53,9 +53,16 @@ final class ResourceFrame implements AutoCloseable {
         return true;
     }
 
-    /** After a measured point: the timeline up to date, the time until the next point labelled. */
-    void afterPoint() {
+    /**
+     * After a measured point: the timeline up to date, the time until the next point labelled,
+     * and the cluster settled (memtables flushed, compactions done). What one point's load left
+     * behind is not the next point's cost: unsettled, it lands in whichever variant's rounds run
+     * first (in two runs of Tables 10-13, Needle-Cuckoo's first round at 250 inserts/s took 159 %
+     * of a core against stock's 119 and 120, its last round within 7 % of stock's).
+     */
+    void afterPoint(BenchCluster nodes, String keyspace) throws IOException {
         resources.phase("between points");
+        nodes.settle(keyspace, true, false);
         doc.put("timeline", resources.timeline());
     }
 

@@ -340,7 +340,7 @@ public final class Runner {
         }
         Rounds.Measured m = rounds.measure(where, cache, ops, p, afterRound, afterWarmup);
         if (resources != null) {
-            resources.afterPoint();
+            resources.afterPoint(nodes, KEYSPACE);
         }
         return m;
     }

@@ -98,11 +98,13 @@ final class NodeCopy {
      * A complete snapshot arrived: it replaces the copy if it is of a newer epoch, or of the same
      * epoch and further on. Epochs only grow, so an older one is a late message.
      *
-     * <p>A snapshot of the same epoch that the batches after it have overtaken (it is large and
-     * travels slower) is taken too when it mends the copy: when the copy's filter is full, or when
-     * the snapshot's is bigger (its owner grew, and the old filter would fill). The batches applied
-     * since its sequence number are applied to it again, from {@link #recent}; if they are no longer
-     * all there, a full copy takes it at its own sequence number and asks for the rest (a gap).
+     * <p>A snapshot of the same epoch at the copy's own sequence number is taken if its room
+     * differs (an owner that stopped growing shrinks its copies). One that the batches after it
+     * have overtaken (it is large and travels slower) is taken too when it mends the copy: when
+     * the copy's filter is full, or when the snapshot's is bigger (its owner grew, and the old
+     * filter would fill). The batches applied since its sequence number are applied to it again,
+     * from {@link #recent}; if they are no longer all there, a full copy takes it at its own
+     * sequence number and asks for the rest (a gap).
      */
     synchronized void snapshot(long epoch, long seq, long cutMillis, long ring, KeyFilter filter, long nowMillis) {
         Epoch v = current;
@@ -111,8 +113,13 @@ final class NodeCopy {
         }
         List<OwnerFilter.Batch> replay = List.of();
         if (v != null && epoch == v.epoch && seq <= applied) {
-            if (!broken && filter.capacity() <= v.filter.capacity()) {
-                return; // the copy is further on and has room
+            // At the copy's own sequence number a snapshot holds the keys the copy holds, so it
+            // may replace it whatever its size: that is how an owner whose set stopped growing
+            // shrinks its copies. Behind it, only a bigger one (or a full copy) makes it worth it.
+            boolean same = seq == applied;
+            long room = filter.capacity(), held = v.filter.capacity();
+            if (!broken && (same ? room == held : room <= held)) {
+                return; // the copy is further on (or as far) and has room
             }
             replay = recentAfter(seq);
             if (replay == null) {

@@ -46,6 +46,12 @@ final class OwnerTable implements KeyEvents {
     volatile boolean published;
     /** Keys the last snapshot's filter of each receiver has room for, by receiver index. */
     long[] snapshotCapacity = new long[0];
+    /** Keys each receiver's last snapshot held, by receiver index. */
+    long[] snapshotKeys = new long[0];
+    /** When the last snapshot went to each receiver, by receiver index. */
+    long[] lastSnapshotTo = new long[0];
+    /** The least room a snapshot gives a copy. */
+    static final long MIN_CAPACITY = 4096;
 
     long lastBeatMillis;
     /** What the last heartbeat said: the epoch, and whether the filter could be trusted. */
@@ -102,27 +108,42 @@ final class OwnerTable implements KeyEvents {
     }
 
     /**
-     * Whether a heartbeat goes out now. A batch says how far the owner has got as well as a
-     * heartbeat does (copies take their freshness from its cut time), so while batches flow, a
-     * heartbeat that would repeat the last one's epoch and claim waits, up to 2S: under a steady
-     * load the sync then sends one message per batch and almost no heartbeats. A heartbeat that
-     * says something new (another epoch, "not ready", "ready" again) goes at its interval.
+     * Whether a heartbeat goes out now. Heartbeats go at the first round of each slot of the
+     * interval on a grid of the node's own ({@code phaseMillis} shifts it, so that nodes do not
+     * all beat at once): every table with the same S, or with bounds that are multiples of each
+     * other, beats in the same rounds, and the publisher sends each receiver one message for all
+     * of them.
      *
-     * @param sinceLastBeat  milliseconds since the last heartbeat
-     * @param sinceLastBatch milliseconds since the last batch
-     * @param sameClaim      this heartbeat would say what the last one said
+     * <p>A batch says how far the owner has got as well as a heartbeat does (copies take their
+     * freshness from its cut time), so while batches flow, a heartbeat that would repeat the last
+     * one's epoch and claim waits, up to 2S: under a steady load the sync then sends one message
+     * per batch and almost no heartbeats. A heartbeat that says something new (another epoch, "not
+     * ready", "ready" again) goes at its interval.
+     *
+     * @param nowMillis       the owner's time now
+     * @param lastBeatMillis  when the last heartbeat went (0: none yet)
+     * @param sinceLastBatch  milliseconds since the last batch
+     * @param sameClaim       this heartbeat would say what the last one said
+     * @param phaseMillis     the node's shift of the grid
      */
     static boolean beatDue(
-            long sinceLastBeat, long sinceLastBatch, boolean sameClaim, long intervalMillis, long stalenessMillis) {
-        if (sinceLastBeat < intervalMillis) {
+            long nowMillis,
+            long lastBeatMillis,
+            long sinceLastBatch,
+            boolean sameClaim,
+            long intervalMillis,
+            long stalenessMillis,
+            long phaseMillis) {
+        if (Math.floorDiv(nowMillis + phaseMillis, intervalMillis)
+                == Math.floorDiv(lastBeatMillis + phaseMillis, intervalMillis)) {
             return false;
         }
         boolean batchesFlow = sinceLastBatch < intervalMillis;
-        return !(sameClaim && batchesFlow && sinceLastBeat < 2 * stalenessMillis);
+        return !(sameClaim && batchesFlow && nowMillis - lastBeatMillis < 2 * stalenessMillis);
     }
 
     /** {@link #beatDue} for this table now, for a heartbeat that would claim {@code claim}. */
-    boolean beatDue(long nowMillis, boolean claim) {
+    boolean beatDue(long nowMillis, boolean claim, long phaseMillis) {
         boolean same = claim == lastBeatClaim && filter.epoch() == lastBeatEpoch;
         // A receiver whose keys did not change hears only heartbeats: batches flow for the
         // table only while every receiver gets them.
@@ -131,24 +152,31 @@ final class OwnerTable implements KeyEvents {
             oldestBatch = Math.min(oldestBatch, t);
         }
         return beatDue(
-                nowMillis - lastBeatMillis,
+                nowMillis,
+                lastBeatMillis,
                 nowMillis - oldestBatch,
                 same,
                 beatIntervalMillis(),
-                options.stalenessMillis);
+                options.stalenessMillis,
+                phaseMillis);
     }
 
     /**
      * How long changes may wait for more to share their message while batches follow each other
-     * closely: a twentieth of the staleness bound S, between {@link Publisher#BATCH_MILLIS} and
-     * {@link #MAX_HOLD_MILLIS}. A larger S buys a cheaper sync: fewer, fuller messages.
+     * closely: half the staleness bound S, the heartbeats' interval, between {@link
+     * Publisher#BATCH_MILLIS} and {@link #MAX_HOLD_MILLIS}. Every message costs its sender and
+     * receiver about the same CPU whatever it carries (a Cassandra mutation and its response),
+     * and a node sends one per receiver per batch, so under load the hold sets what the sync
+     * costs (docs/node-filters.md, Costs). While changes flow, a copy hears from its owner every
+     * S/2 plus a round, as it does from heartbeats when nothing changes, which leaves the other
+     * half of S for the message to arrive. A larger S buys a cheaper sync: fewer, fuller messages.
      */
     long holdMillis() {
         return holdMillis(options.stalenessMillis);
     }
 
     static long holdMillis(long stalenessMillis) {
-        return Math.max(Publisher.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 20));
+        return Math.max(Publisher.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 2));
     }
 
     static final long MAX_HOLD_MILLIS = 1000;
@@ -230,12 +258,38 @@ final class OwnerTable implements KeyEvents {
         return keys > capacity * 0.9;
     }
 
+    /** How long the keys of a receiver must stay about the same before its copy is shrunk. */
+    static final long SHRINK_AFTER_MILLIS = 60_000;
+
+    /**
+     * Whether receiver {@code r}'s copy has much more room than its keys need and they stopped
+     * growing: then a snapshot with room for a quarter more ({@link #HEADROOM}) shrinks it.
+     */
+    boolean oversized(int r, long nowMillis) {
+        return r < snapshotCapacity.length
+                && oversized(filter.keysFor(r), snapshotCapacity[r], snapshotKeys[r], nowMillis - lastSnapshotTo[r]);
+    }
+
+    /**
+     * Whether a copy with room for {@code capacity} is oversized for {@code keys}: the room is at
+     * least 1.5 times what a snapshot would give them now, and in the {@link #SHRINK_AFTER_MILLIS}
+     * since its last snapshot (which held {@code keysAtSnapshot}) the keys grew by less than 5 %.
+     * A set that grows sends bigger snapshots with room for twice its keys ({@link
+     * #GROWTH_HEADROOM}), so its copies end up to twice as big as they need once it stops.
+     */
+    static boolean oversized(long keys, long capacity, long keysAtSnapshot, long sinceSnapshotMillis) {
+        long needed = Math.max(MIN_CAPACITY, (long) (keys * HEADROOM));
+        return sinceSnapshotMillis >= SHRINK_AFTER_MILLIS
+                && capacity >= needed + needed / 2
+                && keys <= keysAtSnapshot + keysAtSnapshot / 20;
+    }
+
     /**
      * The filter a snapshot carries to receiver {@code r}: the hashes, with room for {@code
      * headroom} times as many, and for at least {@code minCapacity} keys.
      */
     KeyFilter snapshotFilter(int r, long[] hashes, double headroom, long minCapacity) {
-        long capacity = Math.max(Math.max(4096, minCapacity), (long) (hashes.length * headroom));
+        long capacity = Math.max(Math.max(MIN_CAPACITY, minCapacity), (long) (hashes.length * headroom));
         while (true) {
             KeyFilter f = options.tracksDeletions()
                     ? CuckooFilter.create(capacity, options.fpRate)
@@ -249,6 +303,7 @@ final class OwnerTable implements KeyEvents {
             }
             if (all) {
                 snapshotCapacity[r] = capacity;
+                snapshotKeys[r] = hashes.length;
                 return f;
             }
             capacity += capacity / 4;

@@ -42,6 +42,9 @@ final class Publisher {
 
     private final Map<UUID, OwnerTable> owners;
     private final Copies copies;
+    /** The heartbeats of this round, one message per receiver for all tables ({@link SyncKeyspace.Beats}). */
+    private final Map<UUID, SyncKeyspace.Beats> roundBeats = new java.util.LinkedHashMap<>();
+
     private Thread thread;
     private volatile boolean keyspaceChecked;
     /** Nodes that start together do not all create the keyspace at once: the first attempt waits 1 to 5 s. */
@@ -69,14 +72,21 @@ final class Publisher {
             try {
                 UUID me = NodeFilters.localHost();
                 if (me != null && !stopping() && peersKnown() && keyspaceReady()) {
-                    for (OwnerTable o : owners.values()) {
-                        try {
-                            publish(me, o);
-                        } catch (RuntimeException | IOException e) {
-                            o.published = false; // start over: copies stop trusting us meanwhile
-                            noSpam.warn(
-                                    "Needle could not publish the node filter of {}: {}", o.name(), e.toString(), e);
+                    try {
+                        for (OwnerTable o : owners.values()) {
+                            try {
+                                publish(me, o);
+                            } catch (RuntimeException | IOException e) {
+                                o.published = false; // start over: copies stop trusting us meanwhile
+                                noSpam.warn(
+                                        "Needle could not publish the node filter of {}: {}",
+                                        o.name(),
+                                        e.toString(),
+                                        e);
+                            }
                         }
+                    } finally {
+                        sendBeats();
                     }
                     long now = System.currentTimeMillis();
                     if (now - lastMaintenance >= 250) {
@@ -186,7 +196,7 @@ final class Publisher {
             startEpoch(me, o, generation, view);
             return;
         }
-        boolean beatDue = o.beatDue(now, o.ready());
+        boolean beatDue = o.beatDue(now, o.ready(), phaseMillis(me));
         if (OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())) {
             o.lastBatchMillis = now;
             if (s.unseenGeneration() != generation) {
@@ -207,22 +217,34 @@ final class Publisher {
         }
         List<Integer> grown = new ArrayList<>();
         List<Integer> asked = new ArrayList<>();
+        List<Integer> oversized = new ArrayList<>();
         boolean mayAnswer = now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS;
         for (int r = 0; r < view.size(); r++) {
             if (o.outgrown(r)) {
                 grown.add(r);
             } else if (mayAnswer && o.snapshotWanted.contains(view.hostIds[r])) {
                 asked.add(r);
+            } else if (mayAnswer && o.oversized(r, now)) {
+                oversized.add(r);
             }
         }
-        sendSnapshots(me, o, view, grown, false, OwnerTable.GROWTH_HEADROOM);
-        sendSnapshots(me, o, view, asked, false, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, view, grown, false, false, OwnerTable.GROWTH_HEADROOM);
+        sendSnapshots(me, o, view, asked, false, false, OwnerTable.HEADROOM);
+        if (!oversized.isEmpty() && o.filter.queued() == 0) {
+            // Only with nothing queued: the snapshot is then at the copy's own sequence number,
+            // which a copy takes whatever its size (NodeCopy#snapshot).
+            sendSnapshots(me, o, view, oversized, false, true, OwnerTable.HEADROOM);
+        }
         beat(me, o, now, o.ready());
     }
 
-    /** Sends a heartbeat to every receiver of the epoch, if one is due. */
+    /**
+     * Adds a heartbeat for every receiver of the epoch to this round's messages, if one is due.
+     * They go out at the end of the round ({@link #sendBeats}), after the round's batches and
+     * snapshots, which a heartbeat must never overtake.
+     */
     private void beat(UUID me, OwnerTable o, long now, boolean ready) {
-        if (!o.beatDue(now, ready && o.ready())) {
+        if (!o.beatDue(now, ready && o.ready(), phaseMillis(me))) {
             return;
         }
         RingView view = o.filter.view();
@@ -236,11 +258,33 @@ final class Publisher {
         // Checked after the positions are taken: data unseen by then makes the claim false.
         boolean claim = ready && o.ready();
         for (int r = 0; r < at.length; r++) {
-            SyncKeyspace.sendBeat(view, r, me, o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
+            roundBeats
+                    .computeIfAbsent(view.hostIds[r], id -> new SyncKeyspace.Beats(id, me))
+                    .add(view.endpoints[r], o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
         }
         o.lastBeatMillis = now;
         o.lastBeatEpoch = at.length == 0 ? o.filter.epoch() : at[0].epoch();
         o.lastBeatClaim = claim;
+    }
+
+    /** Sends this round's heartbeats: one message per receiver, whatever the number of tables. */
+    private void sendBeats() {
+        for (SyncKeyspace.Beats b : roundBeats.values()) {
+            try {
+                b.send();
+            } catch (RuntimeException e) {
+                noSpam.warn("Needle could not send node-filter heartbeats: {}", e.toString(), e);
+            }
+        }
+        roundBeats.clear();
+    }
+
+    /**
+     * Where this node's heartbeat grid starts ({@link OwnerTable#beatDue}): from its host id, so
+     * that the nodes of a cluster spread their heartbeats instead of sending them all at once.
+     */
+    private static long phaseMillis(UUID me) {
+        return Math.floorMod(me.getLeastSignificantBits() ^ me.getMostSignificantBits(), 60_000L);
     }
 
     /**
@@ -253,6 +297,8 @@ final class Publisher {
         long started = System.currentTimeMillis();
         o.filter.newEpoch(view);
         o.snapshotCapacity = new long[view.size()];
+        o.snapshotKeys = new long[view.size()];
+        o.lastSnapshotTo = new long[view.size()];
         o.lastBatchTo = new long[view.size()];
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
@@ -272,7 +318,7 @@ final class Publisher {
         for (int r = 0; r < view.size(); r++) {
             all.add(r);
         }
-        sendSnapshots(me, o, view, all, true, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, view, all, true, true, OwnerTable.HEADROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
         o.lastBeatMillis = 0; // say "ready" at once
@@ -300,10 +346,18 @@ final class Publisher {
 
     /**
      * Sends receivers {@code rs} a snapshot of the keys each holds: with {@code firstOfEpoch}, the
-     * epoch's first (their queued changes are in it and dropped).
+     * epoch's first (their queued changes are in it and dropped). Within an epoch a snapshot has
+     * no less room than the last one gave the copy unless {@code mayShrink}: a copy may have
+     * taken the bigger one's room already and filled it with the batches after.
      */
     private void sendSnapshots(
-            UUID me, OwnerTable o, RingView view, List<Integer> rs, boolean firstOfEpoch, double headroom)
+            UUID me,
+            OwnerTable o,
+            RingView view,
+            List<Integer> rs,
+            boolean firstOfEpoch,
+            boolean mayShrink,
+            double headroom)
             throws IOException {
         if (rs.isEmpty()) {
             return;
@@ -313,8 +367,7 @@ final class Publisher {
         for (int i = 0; i < receivers.length; i++) {
             int r = receivers[i];
             OwnerFilter.Snapshot snap = snaps[i];
-            // Within an epoch a snapshot has no less room than the last one gave the copy.
-            KeyFilter f = o.snapshotFilter(r, snap.hashes(), headroom, firstOfEpoch ? 0 : o.snapshotCapacity[r]);
+            KeyFilter f = o.snapshotFilter(r, snap.hashes(), headroom, mayShrink ? 0 : o.snapshotCapacity[r]);
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             f.writeTo(out);
             byte[] bytes = out.toByteArray();
@@ -336,6 +389,7 @@ final class Publisher {
             o.bytesSent.addAndGet(bytes.length);
             o.snapshotsSent.incrementAndGet();
             o.snapshotWanted.remove(view.hostIds[r]);
+            o.lastSnapshotTo[r] = System.currentTimeMillis();
         }
         o.lastSnapshotMillis = System.currentTimeMillis();
     }

@@ -159,15 +159,36 @@ public final class SyncKeyspace {
         send(view.endpoints[r], b);
     }
 
-    static void sendBeat(
-            RingView view, int r, UUID owner, UUID table, long epoch, long seq, long cutMillis, boolean ready) {
-        PartitionUpdate.SimpleBuilder b = row("heartbeats", view.hostIds[r], owner);
-        b.row(table)
-                .add("epoch", epoch)
-                .add("seq", seq)
-                .add("cut_millis", cutMillis)
-                .add("ready", ready);
-        send(view.endpoints[r], b);
+    /**
+     * An owner's heartbeats to one receiver, one row per table, sent as one message: a message
+     * costs both nodes about the same whatever it carries, so the heartbeats of all of a node's
+     * tables share it.
+     */
+    static final class Beats {
+        private final PartitionUpdate.SimpleBuilder rows;
+        private InetAddressAndPort to;
+        private boolean any;
+
+        Beats(UUID receiver, UUID owner) {
+            this.rows = row("heartbeats", receiver, owner);
+        }
+
+        /** Adds the heartbeat of {@code table}, for the receiver at {@code to} (the same for every table). */
+        void add(InetAddressAndPort to, UUID table, long epoch, long seq, long cutMillis, boolean ready) {
+            this.to = to;
+            this.any = true;
+            rows.row(table)
+                    .add("epoch", epoch)
+                    .add("seq", seq)
+                    .add("cut_millis", cutMillis)
+                    .add("ready", ready);
+        }
+
+        void send() {
+            if (any) {
+                SyncKeyspace.send(to, rows);
+            }
+        }
     }
 
     /**

@@ -330,6 +330,38 @@ class NodeCopyTest {
         assertTrue(held == copy.current().filter, "a snapshot no bigger and behind the batches replaced the copy");
     }
 
+    /**
+     * An owner whose set stopped growing shrinks its copies: a smaller snapshot at the copy's own
+     * sequence number replaces the copy (the same keys in less room); behind it, it does not.
+     */
+    @Test
+    void aSmallerSnapshotAtTheCopysSequenceNumberShrinksItAndBehindItDoesNot() {
+        OwnerFilter owner = oneReceiver();
+        NodeCopy copy = trustedCopy(owner, 65_536);
+        Random rnd = new Random(14);
+        List<Long> keys = new ArrayList<>();
+        for (int k = 0; k < 3_000; k++) {
+            keys.add(rnd.nextLong());
+            owner.publish(keys.get(k));
+        }
+        copy.batch(owner.drain(0), 1);
+        OwnerFilter.Snapshot now = owner.snapshot(0);
+        assertEquals(now.seq(), copy.appliedSeq());
+        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), RING, filterOf(now.hashes(), 4096), 2);
+        assertTrue(copy.current().filter.capacity() < 65_536, "the copy was not shrunk");
+        assertTrue(copy.current().usable);
+        assertEquals(3_000, copy.current().filter.count());
+        for (long k : keys) {
+            assertTrue(copy.current().filter.mightContainHash(NodeKey.filterHash(k)), "a false negative for key " + k);
+        }
+        KeyFilter held = copy.current().filter;
+        owner.publish(rnd.nextLong());
+        copy.batch(owner.drain(0), 3);
+        copy.snapshot(now.epoch(), now.seq(), now.cutMillis(), RING, filterOf(now.hashes(), 4096), 4);
+        assertTrue(held == copy.current().filter, "a snapshot behind the batches replaced the copy");
+        assertEquals(3_001, copy.current().filter.count());
+    }
+
     /** A full copy that has applied every batch takes a snapshot at the same sequence number (an idle owner). */
     @Test
     void aFullCopyTakesASnapshotAtTheSequenceNumberItIsAt() {

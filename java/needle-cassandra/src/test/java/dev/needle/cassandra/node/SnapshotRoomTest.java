@@ -1,6 +1,7 @@
 package dev.needle.cassandra.node;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.needle.cassandra.NeedleOptions;
@@ -16,6 +17,8 @@ class SnapshotRoomTest {
     private static OwnerTable owner() {
         OwnerTable o = new OwnerTable(UUID.randomUUID(), null, NeedleOptions.parse(Map.of("node_filter", "one")));
         o.snapshotCapacity = new long[1]; // one receiver
+        o.snapshotKeys = new long[1];
+        o.lastSnapshotTo = new long[1];
         return o;
     }
 
@@ -56,5 +59,26 @@ class SnapshotRoomTest {
         assertEquals(room, o.snapshotCapacity[0]);
         o.snapshotFilter(0, hashes(10_000), OwnerTable.HEADROOM, 0); // a new epoch starts afresh
         assertEquals(12_500, o.snapshotCapacity[0]);
+    }
+
+    /**
+     * A set that grew and stopped: its copies have up to twice the room they need, and a minute
+     * after the last snapshot with the keys about the same, a snapshot with a quarter more room
+     * shrinks them; not while the set grows, not before the minute, not when the room fits.
+     */
+    @Test
+    void aCopyTwiceTheSizeItNeedsIsShrunkOnceTheSetStopsGrowing() {
+        long minute = OwnerTable.SHRINK_AFTER_MILLIS;
+        assertTrue(OwnerTable.oversized(55_000, 110_000, 55_000, minute), "room for twice the keys, a minute quiet");
+        assertFalse(OwnerTable.oversized(55_000, 110_000, 55_000, minute - 1), "not before the minute");
+        assertFalse(OwnerTable.oversized(60_000, 110_000, 55_000, minute), "the keys grew by 9 %");
+        assertFalse(OwnerTable.oversized(90_000, 110_000, 88_000, minute), "the room fits");
+        assertFalse(OwnerTable.oversized(100, OwnerTable.MIN_CAPACITY, 100, minute), "the smallest copy");
+        OwnerTable o = owner();
+        o.snapshotFilter(0, hashes(55_000), OwnerTable.GROWTH_HEADROOM, 0);
+        long big = o.snapshotCapacity[0];
+        o.snapshotFilter(0, hashes(55_000), OwnerTable.HEADROOM, 0);
+        assertTrue(o.snapshotCapacity[0] * 1.5 <= big, o.snapshotCapacity[0] + " after " + big);
+        assertFalse(OwnerTable.oversized(55_000, o.snapshotCapacity[0], 55_000, minute), "shrunk once, not again");
     }
 }
