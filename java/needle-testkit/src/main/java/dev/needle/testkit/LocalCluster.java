@@ -260,6 +260,10 @@ public final class LocalCluster implements AutoCloseable {
                 .withInt(DefaultDriverOption.METADATA_SCHEMA_REQUEST_PAGE_SIZE, 5000)
                 .withDuration(DefaultDriverOption.RECONNECTION_BASE_DELAY, Duration.ofMillis(200))
                 .withDuration(DefaultDriverOption.RECONNECTION_MAX_DELAY, Duration.ofSeconds(2))
+                // Cassandra writes a trace's events after the answer: the driver's default (5 tries
+                // 3 ms apart) gives up on a busy machine before they are all there.
+                .withInt(DefaultDriverOption.REQUEST_TRACE_ATTEMPTS, 50)
+                .withDuration(DefaultDriverOption.REQUEST_TRACE_INTERVAL, Duration.ofMillis(100))
                 // A session per node is how a test or the harness reads each node's own views.
                 .withInt(DefaultDriverOption.SESSION_LEAK_THRESHOLD, 32);
         String address = address(node);
