@@ -53,6 +53,19 @@ final class OwnerTable implements KeyEvents {
     /** The least room a snapshot gives a copy. */
     static final long MIN_CAPACITY = 4096;
 
+    /** The per-receiver state of a new epoch's {@code count} receivers, all at zero. */
+    void newReceivers(int count) {
+        snapshotCapacity = new long[count];
+        snapshotKeys = new long[count];
+        lastSnapshotTo = new long[count];
+        lastBatchTo = new long[count];
+    }
+
+    /** The room a snapshot of {@code keys} keys gives a copy, with {@code headroom} times as many. */
+    static long roomFor(long keys, double headroom) {
+        return Math.max(MIN_CAPACITY, (long) (keys * headroom));
+    }
+
     long lastBeatMillis;
     /** What the last heartbeat said: the epoch, and whether the filter could be trusted. */
     long lastBeatEpoch = -1;
@@ -278,7 +291,7 @@ final class OwnerTable implements KeyEvents {
      * #GROWTH_HEADROOM}), so its copies end up to twice as big as they need once it stops.
      */
     static boolean oversized(long keys, long capacity, long keysAtSnapshot, long sinceSnapshotMillis) {
-        long needed = Math.max(MIN_CAPACITY, (long) (keys * HEADROOM));
+        long needed = roomFor(keys, HEADROOM);
         return sinceSnapshotMillis >= SHRINK_AFTER_MILLIS
                 && capacity >= needed + needed / 2
                 && keys <= keysAtSnapshot + keysAtSnapshot / 20;
@@ -289,7 +302,7 @@ final class OwnerTable implements KeyEvents {
      * headroom} times as many, and for at least {@code minCapacity} keys.
      */
     KeyFilter snapshotFilter(int r, long[] hashes, double headroom, long minCapacity) {
-        long capacity = Math.max(Math.max(MIN_CAPACITY, minCapacity), (long) (hashes.length * headroom));
+        long capacity = Math.max(minCapacity, roomFor(hashes.length, headroom));
         while (true) {
             KeyFilter f = options.tracksDeletions()
                     ? CuckooFilter.create(capacity, options.fpRate)

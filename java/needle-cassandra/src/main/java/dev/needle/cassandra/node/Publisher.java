@@ -258,9 +258,10 @@ final class Publisher {
         // Checked after the positions are taken: data unseen by then makes the claim false.
         boolean claim = ready && o.ready();
         for (int r = 0; r < at.length; r++) {
+            InetAddressAndPort to = view.endpoints[r];
             roundBeats
-                    .computeIfAbsent(view.hostIds[r], id -> new SyncKeyspace.Beats(id, me))
-                    .add(view.endpoints[r], o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
+                    .computeIfAbsent(view.hostIds[r], id -> new SyncKeyspace.Beats(id, to, me))
+                    .add(o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
         }
         o.lastBeatMillis = now;
         o.lastBeatEpoch = at.length == 0 ? o.filter.epoch() : at[0].epoch();
@@ -296,10 +297,7 @@ final class Publisher {
         o.published = false;
         long started = System.currentTimeMillis();
         o.filter.newEpoch(view);
-        o.snapshotCapacity = new long[view.size()];
-        o.snapshotKeys = new long[view.size()];
-        o.lastSnapshotTo = new long[view.size()];
-        o.lastBatchTo = new long[view.size()];
+        o.newReceivers(view.size());
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
         o.storage.forEachKey(key -> {

@@ -165,18 +165,17 @@ public final class SyncKeyspace {
      * tables share it.
      */
     static final class Beats {
+        private final InetAddressAndPort to;
         private final PartitionUpdate.SimpleBuilder rows;
-        private InetAddressAndPort to;
-        private boolean any;
 
-        Beats(UUID receiver, UUID owner) {
+        /** Heartbeats from {@code owner} to {@code receiver}, at {@code to}; each is {@link #add}ed once made. */
+        Beats(UUID receiver, InetAddressAndPort to, UUID owner) {
+            this.to = to;
             this.rows = row("heartbeats", receiver, owner);
         }
 
-        /** Adds the heartbeat of {@code table}, for the receiver at {@code to} (the same for every table). */
-        void add(InetAddressAndPort to, UUID table, long epoch, long seq, long cutMillis, boolean ready) {
-            this.to = to;
-            this.any = true;
+        /** Adds the heartbeat of {@code table}. */
+        void add(UUID table, long epoch, long seq, long cutMillis, boolean ready) {
             rows.row(table)
                     .add("epoch", epoch)
                     .add("seq", seq)
@@ -185,9 +184,7 @@ public final class SyncKeyspace {
         }
 
         void send() {
-            if (any) {
-                SyncKeyspace.send(to, rows);
-            }
+            SyncKeyspace.send(to, rows);
         }
     }
 

@@ -16,9 +16,7 @@ class SnapshotRoomTest {
 
     private static OwnerTable owner() {
         OwnerTable o = new OwnerTable(UUID.randomUUID(), null, NeedleOptions.parse(Map.of("node_filter", "one")));
-        o.snapshotCapacity = new long[1]; // one receiver
-        o.snapshotKeys = new long[1];
-        o.lastSnapshotTo = new long[1];
+        o.newReceivers(1);
         return o;
     }
 
