@@ -5,7 +5,7 @@ use super::location::Location;
 use crate::pq::{self, ParquetFiles};
 use crate::{Error, Result};
 use bytes::{Buf, Bytes};
-use futures::future::try_join_all;
+use futures::future::{join_all, try_join_all};
 use object_store::GetRange;
 use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use std::collections::HashMap;
@@ -32,32 +32,83 @@ pub struct RemoteFile {
 }
 
 impl RemoteFile {
-    /// Opens files `rels` of `location`: their lengths, then their footers, in two round trips.
+    /// Opens files `rels` of `location` and reads their footers. `known[i]` is the length of
+    /// `rels[i]` if it is known without asking (from a listing, or recorded by the index): then
+    /// the footer is read in one round trip, else the length is asked first (a `HEAD`), in two.
     ///
     /// A suffix range (`bytes=-N`) would read a footer without the length, in one, but some
     /// S3-compatible servers (s3s-fs 0.14) fail one longer than the object with a server error
     /// instead of answering the whole object, as S3 does, and the client retries a server error
-    /// for seconds. A footer read whole holds the row groups of a small file: they are not read
-    /// again.
-    fn open_all(location: &Location, rels: &[&str]) -> Result<Vec<RemoteFile>> {
-        let lens = location.round_trip(try_join_all(rels.iter().map(|rel| location.len(rel))))?;
-        let files: Vec<RemoteFile> = rels
+    /// for seconds. A length is checked against the object's length that the footer's read
+    /// returns: an object replaced since its length was recorded is read again at its length
+    /// now (asked for when the read fails), never read at a wrong offset. A footer read whole
+    /// holds the row groups of a small file: they are not read again.
+    fn open_all(
+        location: &Location,
+        rels: &[&str],
+        known: &[Option<u64>],
+    ) -> Result<Vec<RemoteFile>> {
+        let file = |rel: &str, len: u64| RemoteFile {
+            location: location.clone(),
+            rel: rel.to_string(),
+            len,
+            cache: Arc::default(),
+        };
+        let unknown: Vec<usize> = (0..rels.len()).filter(|&i| known[i].is_none()).collect();
+        let mut files: Vec<RemoteFile> = rels
             .iter()
-            .zip(lens)
-            .map(|(rel, len)| RemoteFile {
-                location: location.clone(),
-                rel: rel.to_string(),
-                len,
-                cache: Arc::default(),
-            })
+            .zip(known)
+            .map(|(rel, len)| file(rel, len.unwrap_or(0)))
             .collect();
-        let tails: Vec<(&RemoteFile, Range<u64>)> = files
+        Self::ask_lengths(location, &mut files, &unknown)?;
+        // The footers; a recorded length that does not hold is corrected and read again.
+        let tails: Vec<usize> = (0..files.len()).filter(|&i| files[i].len > 0).collect();
+        let got =
+            location.round_trip(join_all(tails.iter().map(|&i| {
+                location.get_range(&files[i].rel, GetRange::Bounded(files[i].tail()))
+            })));
+        let (mut again, mut ask) = (Vec::new(), Vec::new());
+        for (&i, read) in tails.iter().zip(got) {
+            match read {
+                Ok((bytes, len)) if len == files[i].len => {
+                    files[i].keep(files[i].tail().start, bytes)
+                }
+                Ok((_, len)) => {
+                    files[i].len = len;
+                    again.push(i);
+                }
+                Err(_) if known[i].is_some() => ask.push(i),
+                Err(e) => return Err(e),
+            }
+        }
+        Self::ask_lengths(location, &mut files, &ask)?;
+        again.extend(ask);
+        again.retain(|&i| files[i].len > 0);
+        let reads: Vec<(&RemoteFile, Range<u64>)> = again
             .iter()
-            .filter(|f| f.len > 0)
-            .map(|f| (f, f.len.saturating_sub(FOOTER_PREFETCH)..f.len))
+            .map(|&i| (&files[i], files[i].tail()))
             .collect();
-        read_and_keep(location, &tails)?;
+        read_and_keep(location, &reads)?;
         Ok(files)
+    }
+
+    /// Asks the lengths of `files[i]` for every `i` of `which` (one round trip, none if empty).
+    fn ask_lengths(location: &Location, files: &mut [RemoteFile], which: &[usize]) -> Result<()> {
+        if which.is_empty() {
+            return Ok(());
+        }
+        let lens = location.round_trip(try_join_all(
+            which.iter().map(|&i| location.len(&files[i].rel)),
+        ))?;
+        for (&i, len) in which.iter().zip(lens) {
+            files[i].len = len;
+        }
+        Ok(())
+    }
+
+    /// The bytes read first from the end of the file: its footer, for most files.
+    fn tail(&self) -> Range<u64> {
+        self.len.saturating_sub(FOOTER_PREFETCH)..self.len
     }
 
     /// Keeps only the footer of what was read of the file's end (a copy, so the rest is freed).
@@ -175,6 +226,8 @@ fn read_and_keep(location: &Location, reads: &[(&RemoteFile, Range<u64>)]) -> Re
 pub struct RemoteFiles {
     location: Location,
     opened: Mutex<HashMap<String, RemoteFile>>,
+    /// Files' lengths known without asking: from [`RemoteFiles::list`], or recorded by the index.
+    lengths: Mutex<HashMap<String, u64>>,
 }
 
 impl RemoteFiles {
@@ -183,27 +236,58 @@ impl RemoteFiles {
         RemoteFiles {
             location,
             opened: Mutex::default(),
+            lengths: Mutex::default(),
         }
     }
 
+    /// These files, with the lengths of some of them known (as an index records them), so that
+    /// opening one reads its footer without asking its length first.
+    pub fn knowing(self, lengths: impl IntoIterator<Item = (String, u64)>) -> RemoteFiles {
+        self.lengths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(lengths);
+        self
+    }
+
+    /// The lengths of the files known so far (listed, or given by [`RemoteFiles::knowing`]).
+    pub fn lengths(&self) -> HashMap<String, u64> {
+        self.lengths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn known(&self, rels: &[&str]) -> Vec<Option<u64>> {
+        let lengths = self.lengths.lock().unwrap_or_else(|e| e.into_inner());
+        rels.iter().map(|rel| lengths.get(*rel).copied()).collect()
+    }
+
     /// Every `*.parquet` object below the prefix, outside hidden folders (as
-    /// [`pq::parquet_files`] lists a local directory), sorted.
+    /// [`pq::parquet_files`] lists a local directory), sorted. Their lengths, which the listing
+    /// gives, are kept for opening them.
     pub fn list(&self) -> Result<Vec<String>> {
-        let mut out: Vec<String> = self
+        let listed: Vec<(String, u64)> = self
             .location
-            .round_trip(self.location.list())?
+            .round_trip(self.location.list_sized())?
             .into_iter()
-            .filter(|rel| {
+            .filter(|(rel, _)| {
                 rel.ends_with(".parquet") && !rel.split('/').any(|part| part.starts_with('.'))
             })
             .collect();
+        let mut out: Vec<String> = listed.iter().map(|(rel, _)| rel.clone()).collect();
+        self.lengths
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(listed);
         out.sort();
         Ok(out)
     }
 
     /// Opens the files that partitions `ids` belong to and reads the row groups they name, in
-    /// three round trips (lengths, footers, row groups; two when the footers' reads hold the row
-    /// groups), so reading their rows sends no request.
+    /// two round trips (footers, row groups; one when the footers' reads hold the row groups),
+    /// and one more first for the lengths of files whose lengths are not known, so reading their
+    /// rows sends no request.
     pub(super) fn prefetch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
@@ -211,7 +295,7 @@ impl RemoteFiles {
         let groups = pq::by_file(ids);
         let loc = &self.location;
         let rels: Vec<&str> = groups.keys().copied().collect();
-        let files = RemoteFile::open_all(loc, &rels)?;
+        let files = RemoteFile::open_all(loc, &rels, &self.known(&rels))?;
         let mut reads = Vec::new();
         for (f, wanted) in files.iter().zip(groups.values()) {
             let name = loc.url_of(&f.rel);
@@ -262,7 +346,9 @@ impl ParquetFiles for RemoteFiles {
             .remove(rel);
         match opened {
             Some(f) => Ok(f),
-            None => Ok(RemoteFile::open_all(&self.location, &[rel])?.remove(0)),
+            None => {
+                Ok(RemoteFile::open_all(&self.location, &[rel], &self.known(&[rel]))?.remove(0))
+            }
         }
     }
     fn name(&self, rel: &str) -> String {
@@ -270,7 +356,7 @@ impl ParquetFiles for RemoteFiles {
     }
     fn open_ahead(&self, rels: &[String]) -> Result<()> {
         let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
-        let files = RemoteFile::open_all(&self.location, &rels)?;
+        let files = RemoteFile::open_all(&self.location, &rels, &self.known(&rels))?;
         // Kept by the hundred: only their footers, not the 64 KiB read to find them.
         for f in &files {
             f.trim_to_footer();

@@ -240,6 +240,16 @@ impl Location {
 
     /// Every object below this prefix: its path relative to it, `/`-separated.
     pub(super) async fn list(&self) -> Result<Vec<String>> {
+        Ok(self
+            .list_sized()
+            .await?
+            .into_iter()
+            .map(|(rel, _)| rel)
+            .collect())
+    }
+
+    /// Every object below this prefix and its length, as the listing gives them.
+    pub(super) async fn list_sized(&self) -> Result<Vec<(String, u64)>> {
         let metas: Vec<_> = self
             .store
             .list(Some(&self.root))
@@ -249,7 +259,7 @@ impl Location {
         self.counted(0);
         Ok(metas
             .into_iter()
-            .filter_map(|m| self.relative(&m.location))
+            .filter_map(|m| Some((self.relative(&m.location)?, m.size)))
             .collect())
     }
 }

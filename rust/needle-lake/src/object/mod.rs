@@ -12,8 +12,8 @@
 //! whole), so a reader sees one publication or the next, never a mix. A lookup takes two round
 //! trips to the index (the publication and [`HEADS`], the bundle of its segments' heads; two
 //! bucket rows of every segment), each of requests sent in parallel, and then, if there are
-//! candidates, three to their files (lengths; footers; the row groups that may hold the value,
-//! unless the footers' reads hold them).
+//! candidates, two to their files (footers, at the lengths the publication recorded; the row
+//! groups that may hold the value, unless the footers' reads hold them).
 //!
 //! `location` is where objects are and how requests are counted, `files` the Parquet files
 //! read through ranged requests, `publication` publishing and reading an index; this module
@@ -73,7 +73,7 @@ pub fn index_parquet(
         pq::Missing::Refused,
         progress,
     )?;
-    let published = publish(&index_dir, &index_of(table, index)?)?;
+    let published = publish(&index_dir, &index_of(table, index)?, &files.lengths())?;
     Ok((report, published))
 }
 
@@ -108,7 +108,11 @@ pub fn lookup(table: &Location, index: Option<&Location>, value: &str) -> Result
     let candidates = ix.candidates(&v)?;
     let index_requests = index.requests() - before;
     let before = table.requests();
-    let files = RemoteFiles::new(table.clone());
+    let files = RemoteFiles::new(table.clone()).knowing(
+        ix.file_lengths()
+            .iter()
+            .map(|(rel, len)| (rel.clone(), *len)),
+    );
     files.prefetch(&candidates)?;
     let result = pq::read_rows(&files, ix.meta(), &v, candidates)?;
     Ok(RemoteLookup {

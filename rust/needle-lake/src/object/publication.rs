@@ -2,7 +2,7 @@
 //! is section 8 of `format/partition-index-v1.md`.
 
 use super::location::Location;
-use crate::pq::ParquetMeta;
+use crate::pq::{self, ParquetMeta};
 use crate::{Error, Key, Result};
 use bytes::Bytes;
 use futures::future::try_join_all;
@@ -13,7 +13,7 @@ use needle_index::published::{
 use needle_index::{seg_name, Index, Options};
 use object_store::GetRange;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
 
@@ -34,6 +34,11 @@ struct PublicationFile {
     buckets: u32,
     fingerprint_bits: u32,
     segments: Vec<SegmentEntry>,
+    /// The length of every file the index holds partitions of, as listed when it was indexed,
+    /// so a lookup reads a candidate's footer without asking its length first; absent from a
+    /// publication made before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    file_lengths: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -61,13 +66,27 @@ pub struct PublishReport {
 }
 
 /// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`: its
-/// segments, the bundle of their heads ([`HEADS`]), then the publication; then deletes the
+/// segments, the bundle of their heads ([`HEADS`]), then the publication, which records the
+/// `lengths` of the files the index holds partitions of (those it has); then deletes the
 /// objects of earlier publications there. A reader of an earlier publication that
 /// reads a deleted segment gets an error, never a wrong answer; reading again finds the new one.
-pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
+pub fn publish(
+    index_dir: &Path,
+    to: &Location,
+    lengths: &HashMap<String, u64>,
+) -> Result<PublishReport> {
     let meta = ParquetMeta::load(index_dir)?;
     let ix = Index::open_snapshot(index_dir, Options::default())?;
     let publication = ix.publication()?;
+    let file_lengths: BTreeMap<String, u64> = ix
+        .partitions()
+        .iter()
+        .filter(|p| !p.removed)
+        .filter_map(|p| {
+            let (file, _) = pq::split_id(&p.id);
+            Some((file.to_string(), *lengths.get(file)?))
+        })
+        .collect();
     drop(ix);
     // A name no earlier publication used: its time in nanoseconds and this process.
     let nanos = std::time::SystemTime::now()
@@ -111,6 +130,7 @@ pub fn publish(index_dir: &Path, to: &Location) -> Result<PublishReport> {
         buckets: publication.buckets,
         fingerprint_bits: publication.fingerprint_bits,
         segments: entries,
+        file_lengths,
     };
     let json = serde_json::to_vec_pretty(&file).expect("a publication serializes");
     // The heads first: a reader that finds the new publication finds its heads too (one that
@@ -134,6 +154,7 @@ pub struct RemoteIndex {
     meta: ParquetMeta,
     objects: Vec<String>,
     index: PublishedIndex,
+    file_lengths: BTreeMap<String, u64>,
 }
 
 impl RemoteIndex {
@@ -196,12 +217,19 @@ impl RemoteIndex {
             meta,
             objects,
             index,
+            file_lengths: file.file_lengths,
         })
     }
 
     /// What the index covers.
     pub fn meta(&self) -> &ParquetMeta {
         &self.meta
+    }
+
+    /// The lengths of the table's files the publication recorded (empty for one made before
+    /// they were recorded).
+    pub fn file_lengths(&self) -> &BTreeMap<String, u64> {
+        &self.file_lengths
     }
 
     /// The ids of the partitions the index holds (files, or files' row groups).
