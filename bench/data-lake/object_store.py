@@ -7,7 +7,7 @@ them, the same files for both). A proxy holds every request ``--delay-ms`` (defa
 server sees it: the latency of a distant object store. Present and absent keys are looked up by
 
   ``needle``       ``needle lookup s3://...``, a new process per query: the published index
-                   (two round trips), then the candidate files (three more, only if any);
+                   (two round trips), then the candidate files (two more, only if any);
   ``duckdb-cold``  a new DuckDB connection per query, ``read_parquet('s3://.../*.parquet')``
                    with its min/max pruning and the files' Bloom filters;
   ``duckdb-warm``  one DuckDB connection for every query of a table, its metadata caches on,
