@@ -54,6 +54,13 @@ final class OwnerFilter {
     private static final class Stream {
         long seq;
         long sentUpTo;
+        /**
+         * The epoch's first snapshot was cut for this receiver: its changes are queued from then
+         * on. Before, they are only numbered: that snapshot holds them, and drops the queue, so an
+         * epoch that starts from more keys than a queue holds ({@link #MAX_QUEUED}) still starts.
+         */
+        boolean snapshotted;
+
         long[] hashes = new long[64];
         boolean[] removals = new boolean[64];
         int queued;
@@ -221,6 +228,10 @@ final class OwnerFilter {
             for (int r : view.of(key)) {
                 Stream st = streams[r];
                 st.keys += removal ? -1 : 1;
+                if (!st.snapshotted) {
+                    st.seq++;
+                    continue;
+                }
                 if (st.queued == st.hashes.length) {
                     if (st.queued >= MAX_QUEUED) {
                         // The publisher starts a new epoch; the changes of this one no longer
@@ -317,6 +328,7 @@ final class OwnerFilter {
                     if (replacesQueue) {
                         st.sentUpTo = st.seq;
                         st.queued = 0;
+                        st.snapshotted = true;
                     }
                     snaps[i] = new Snapshot(epoch, st.seq, now, out[i].toArray());
                 }

@@ -9,6 +9,7 @@ import dev.needle.filter.KeyFilter;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
 import java.util.UUID;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.utils.FBUtilities;
@@ -44,6 +45,10 @@ final class OwnerTable implements KeyEvents {
     long epochGeneration = -1;
     /** The epoch's first snapshot went out: copies can follow it. */
     volatile boolean published;
+    /** The reading of the data that builds the epoch's published set, while it runs or until it is finished; else null. */
+    Future<?> building;
+    /** When the epoch being built started. */
+    long buildStartedMillis;
     /** Keys the last snapshot's filter of each receiver has room for, by receiver index. */
     long[] snapshotCapacity = new long[0];
     /** Keys each receiver's last snapshot held, by receiver index. */

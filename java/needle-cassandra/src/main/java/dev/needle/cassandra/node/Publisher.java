@@ -9,6 +9,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.cassandra.gms.Gossiper;
 import org.apache.cassandra.locator.InetAddressAndPort;
@@ -44,6 +48,16 @@ final class Publisher {
     private final Copies copies;
     /** The heartbeats of this round, one message per receiver for all tables ({@link SyncKeyspace.Beats}). */
     private final Map<UUID, SyncKeyspace.Beats> roundBeats = new java.util.LinkedHashMap<>();
+    /**
+     * Reads the data of new epochs ({@link #startEpoch}), one table at a time, off the publisher's
+     * thread: an epoch of a large table takes seconds, and the other tables' copies would go stale
+     * meanwhile.
+     */
+    private final ExecutorService epochBuilder = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "needle-node-filter-epoch");
+        t.setDaemon(true);
+        return t;
+    });
 
     private Thread thread;
     private volatile boolean keyspaceChecked;
@@ -166,6 +180,14 @@ final class Publisher {
 
     private void publish(UUID me, OwnerTable o) throws IOException {
         long now = System.currentTimeMillis();
+        if (o.building != null) {
+            if (!o.building.isDone()) {
+                beat(me, o, now, false); // the copies know the epoch is not published yet
+                return;
+            }
+            finishEpoch(me, o);
+            return;
+        }
         StorageFilter s = o.storage;
         if (!s.isReady()) {
             beat(me, o, now, false);
@@ -291,19 +313,44 @@ final class Publisher {
     /**
      * A new epoch: the published set is rebuilt from the data (every key the storage filter calls
      * live, while the write path reports new ones as they come), then sent to each receiver as a
-     * snapshot of the keys it holds.
+     * snapshot of the keys it holds ({@link #finishEpoch}). The data is read on the epoch
+     * builder's thread, so that this thread goes on sending the other tables' changes and
+     * heartbeats meanwhile, and this table's heartbeats, which say it is not ready.
      */
-    private void startEpoch(UUID me, OwnerTable o, long generation, RingView view) throws IOException {
+    private void startEpoch(UUID me, OwnerTable o, long generation, RingView view) {
         o.published = false;
-        long started = System.currentTimeMillis();
+        o.buildStartedMillis = System.currentTimeMillis();
         o.filter.newEpoch(view);
         o.newReceivers(view.size());
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
-        o.storage.forEachKey(key -> {
-            long k = NodeKey.of(o.storage.partitionToken(key));
-            o.filter.decide(k, () -> o.live(key, nowInSec));
+        o.building = epochBuilder.submit(() -> {
+            o.storage.forEachKey(key -> {
+                long k = NodeKey.of(o.storage.partitionToken(key));
+                o.filter.decide(k, () -> o.live(key, nowInSec));
+            });
+            return null;
         });
+    }
+
+    /**
+     * Publishes the epoch whose set {@link #startEpoch} built: its first snapshots, then a
+     * heartbeat that says it is ready. If reading the data failed, or data arrived unseen
+     * meanwhile, the next round starts a new epoch instead.
+     */
+    private void finishEpoch(UUID me, OwnerTable o) throws IOException {
+        Future<?> built = o.building;
+        o.building = null;
+        try {
+            built.get();
+        } catch (ExecutionException e) {
+            throw new IOException("reading the keys of " + o.name() + " for a new epoch failed", e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+        }
+        long generation = o.epochGeneration;
+        RingView view = o.filter.view();
         if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
             return; // something arrived unseen meanwhile: the next round starts again
         }
@@ -327,7 +374,7 @@ final class Publisher {
                 o.filter.epoch(),
                 o.filter.publishedCount(),
                 view,
-                System.currentTimeMillis() - started);
+                System.currentTimeMillis() - o.buildStartedMillis);
     }
 
     private static void warnFull(OwnerTable o, long now) {

@@ -35,7 +35,7 @@ class NodeCopyTest {
 
     private static OwnerFilter oneReceiver() {
         OwnerFilter owner = new OwnerFilter();
-        owner.newEpoch(VIEW);
+        OwnerFilterTest.startEpoch(owner, VIEW);
         return owner;
     }
 

@@ -21,8 +21,39 @@ class OwnerFilterTest {
 
     private static OwnerFilter oneReceiver(long maxPublished) {
         OwnerFilter owner = new OwnerFilter(maxPublished);
-        owner.newEpoch(VIEW);
+        startEpoch(owner, VIEW);
         return owner;
+    }
+
+    /** A new epoch under {@code view} and its first snapshots, after which changes are queued. */
+    static void startEpoch(OwnerFilter owner, RingView view) {
+        owner.newEpoch(view);
+        owner.snapshots(java.util.stream.IntStream.range(0, view.size()).toArray(), true);
+    }
+
+    /**
+     * The epoch's changes before its first snapshots are in them: they are numbered, not queued,
+     * so an epoch that starts from more keys than a receiver's queue holds does not overflow it
+     * (it would start over for ever), and the changes after the snapshots follow its number.
+     */
+    @Test
+    void anEpochStartsFromMoreKeysThanAQueueHolds() {
+        OwnerFilter owner = new OwnerFilter();
+        owner.newEpoch(VIEW);
+        int keys = OwnerFilter.MAX_QUEUED + 1000;
+        for (long k = 1; k <= keys; k++) {
+            owner.decide(k * 0x9E3779B97F4A7C15L, () -> true);
+        }
+        assertFalse(owner.overflowed());
+        assertEquals(null, owner.drain(0), "nothing goes to a receiver before its first snapshot");
+        OwnerFilter.Snapshot first = owner.snapshots(new int[] {0}, true)[0];
+        assertEquals(keys, first.hashes().length);
+        assertEquals(keys, first.seq());
+        assertTrue(owner.publish(-1));
+        OwnerFilter.Batch b = owner.drain(0);
+        assertEquals(1, b.size());
+        assertEquals(first.seq(), b.seqStart());
+        assertEquals(NodeKey.filterHash(-1), b.hashes()[0]);
     }
 
     @Test
@@ -54,7 +85,7 @@ class OwnerFilterTest {
         assertEquals(null, owner.drain(0), "no batch from an incomplete set");
         assertTrue(owner.retract(2, () -> false), "removals stay exact");
         assertEquals(null, owner.drain(0));
-        owner.newEpoch(VIEW);
+        startEpoch(owner, VIEW);
         assertFalse(owner.full());
         assertTrue(owner.publish(4));
         assertEquals(1, owner.drain(0).size());
@@ -138,7 +169,7 @@ class OwnerFilterTest {
         assertArrayEquals(new int[] {0, 1}, view.of(Long.MIN_VALUE + 1));
 
         OwnerFilter owner = new OwnerFilter();
-        owner.newEpoch(view);
+        startEpoch(owner, view);
         Random rnd = new Random(5);
         List<Set<Long>> model = List.of(new HashSet<>(), new HashSet<>(), new HashSet<>());
         long[] seq = new long[3];
