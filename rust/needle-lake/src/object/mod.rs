@@ -108,11 +108,12 @@ pub fn lookup(table: &Location, index: Option<&Location>, value: &str) -> Result
     let candidates = ix.candidates(&v)?;
     let index_requests = index.requests() - before;
     let before = table.requests();
-    let files = RemoteFiles::new(table.clone()).knowing(
-        ix.file_lengths()
-            .iter()
-            .map(|(rel, len)| (rel.clone(), *len)),
-    );
+    // The candidates' lengths only: the publication has every file's.
+    let lengths = ix.file_lengths();
+    let files = RemoteFiles::new(table.clone()).knowing(candidates.iter().filter_map(|id| {
+        let (rel, _) = pq::split_id(id);
+        Some((rel.to_string(), *lengths.get(rel)?))
+    }));
     files.prefetch(&candidates)?;
     let result = pq::read_rows(&files, ix.meta(), &v, candidates)?;
     Ok(RemoteLookup {
