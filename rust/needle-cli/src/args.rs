@@ -140,10 +140,15 @@ pub(crate) enum Cmd {
     /// Bring the index of a Delta Lake table up to its latest version: index the data files
     /// added since the version it covers, drop the removed ones.
     IndexDelta {
-        /// The table's folder (holding _delta_log).
+        /// The table's folder (holding _delta_log), or object store URL.
         table: PathBuf,
         #[command(flatten)]
         how: IndexArgs,
+        /// For a table on an object store: the local directory the index is built in before it
+        /// is published, kept so a later run reads only the files added since (default: a
+        /// temporary directory, and every run reads every live file).
+        #[arg(long)]
+        staging: Option<PathBuf>,
     },
     /// Serve the index over HTTP (read-only, while another process may write it): candidates,
     /// lookups, health and Prometheus metrics.

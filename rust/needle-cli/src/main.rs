@@ -68,6 +68,21 @@ fn location(arg: &std::path::Path) -> Result<object::Location> {
     }
 }
 
+/// What publishing an index on an object store did.
+fn print_published(
+    p: &object::PublishReport,
+    table: &object::Location,
+    index: Option<&object::Location>,
+) {
+    println!(
+        "published {} segments ({} bytes) to {}; {} objects of earlier publications removed",
+        p.segments,
+        p.bytes,
+        index.map_or_else(|| table.url_of(pq::INDEX_SUBDIR), |l| format!("{l:?}")),
+        p.deleted
+    );
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Create {
@@ -216,13 +231,7 @@ fn run(cli: Cli) -> Result<()> {
                     object::index_parquet(&table, index.as_ref(), staging.as_deref(), &o, progress)
                 })?;
                 println!("{}", describe(&r));
-                println!(
-                    "published {} segments ({} bytes) to {}; {} objects of earlier publications removed",
-                    p.segments,
-                    p.bytes,
-                    index.as_ref().map_or_else(|| table.url_of(pq::INDEX_SUBDIR), |l| format!("{l:?}")),
-                    p.deleted
-                );
+                print_published(&p, &table, index.as_ref());
                 return Ok(());
             }
             let index_dir = o
@@ -233,8 +242,29 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", describe(&r));
             print_value_kind(&index_dir)?;
         }
-        Cmd::IndexDelta { table, how } => {
+        Cmd::IndexDelta {
+            table,
+            how,
+            staging,
+        } => {
             let o = how.options()?;
+            if let Some(url) = url_of(&table) {
+                let table = object::Location::parse(url)?;
+                let index = o.index.as_deref().map(location).transpose()?;
+                let (version, r, p) = with_progress(|progress| {
+                    object::index_delta(&table, index.as_ref(), staging.as_deref(), &o, progress)
+                })?;
+                println!("version {version}: {}", describe(&r));
+                print_published(&p, &table, index.as_ref());
+                return Ok(());
+            }
+            if let Some(dir) = staging {
+                bail!(
+                    "--staging {} is for a table on an object store; a local table's index is \
+                     built in place",
+                    dir.display()
+                );
+            }
             let index_dir = delta::index_dir_of(&table, o.index.as_deref());
             let (version, r) = with_progress(|p| delta::index_delta(&table, &o, p))?;
             println!("version {version}: {}", describe(&r));
@@ -274,12 +304,9 @@ fn run(cli: Cli) -> Result<()> {
                 .or(value_option)
                 .expect("clap requires a value or --value");
             if let Some(url) = url_of(&dir) {
-                if version.is_some() {
-                    bail!("--version reads a local Delta table; {url} is on an object store");
-                }
                 let table = object::Location::parse(url)?;
                 let index = index.as_deref().map(location).transpose()?;
-                let r = object::lookup(&table, index.as_ref(), &value)?;
+                let r = object::lookup(&table, index.as_ref(), version, &value)?;
                 eprintln!(
                     "{} candidate partitions; object store: index {}, files {}",
                     r.result.candidates.len(),

@@ -89,7 +89,7 @@ fn lookups_equal_a_full_scan_in_two_round_trips_to_the_index() {
     for (text, v, index) in &probes {
         let column = if index.is_some() { "name" } else { "id" };
         let want = full_scan(&table, column, v);
-        let got = object::lookup(&t, *index, text).unwrap();
+        let got = object::lookup(&t, *index, None, text).unwrap();
         assert_eq!(got.result.rows, want, "column {column} value {text}");
         for r in &want {
             assert!(got
@@ -170,7 +170,7 @@ fn a_new_publication_replaces_the_last_and_removes_its_segments() {
     let t = location(&server, "s3://lake/t");
     for v in (0..4000i64).step_by(71) {
         let want = full_scan(&table, "id", &Value::Int(v));
-        let got = object::lookup(&t, None, &v.to_string()).unwrap();
+        let got = object::lookup(&t, None, None, &v.to_string()).unwrap();
         assert_eq!(got.result.rows, want, "value {v}");
         assert!(got
             .result
@@ -223,7 +223,11 @@ fn what_fails_says_so() {
     ));
     let o = needle_on(&server, &["lookup", "s3://lake/t", "1", "--version", "3"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("--version reads a local Delta table"));
+    assert!(
+        stderr(&o).contains("--version reads a Delta table indexed by `needle index-delta`"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = needle_on(
         &server,
@@ -297,7 +301,7 @@ fn an_index_of_thousands_of_partitions_is_opened_in_one_round_trip() {
     )
     .unwrap();
     let to = location(&server, "s3://lake/ix");
-    object::publish(&dir, &to, &Default::default()).unwrap();
+    object::publish(&dir, &to, &Default::default(), None).unwrap();
 
     let before = to.requests();
     let remote = object::RemoteIndex::open(&to).unwrap();
@@ -319,7 +323,7 @@ fn lookups_in(server: &S3Server, table: &Path, url: &str, values: &[i64]) -> (Ve
     let (mut index, mut files) = (Vec::new(), Vec::new());
     for &v in values {
         let want = full_scan(table, "id", &Value::Int(v));
-        let got = object::lookup(&t, None, &v.to_string()).unwrap();
+        let got = object::lookup(&t, None, None, &v.to_string()).unwrap();
         assert_eq!(got.result.rows, want, "value {v}");
         index.push(got.index.round_trips);
         if !got.result.candidates.is_empty() {
@@ -330,26 +334,33 @@ fn lookups_in(server: &S3Server, table: &Path, url: &str, values: &[i64]) -> (Ve
 }
 
 #[test]
-fn files_longer_than_a_footer_read_take_two_round_trips() {
+fn small_files_are_read_at_once_and_large_ones_footer_first() {
     let server = S3Server::start();
-    let table = server.bucket("lake").join("big");
-    // Two files of four row groups of 8,000 rows, each longer than two footer reads: the row
-    // groups take a request after the footers.
-    generate(&table, 2, 4, 8000);
-    for f in ["part-000.parquet", "sub/part-001.parquet"] {
-        let len = std::fs::metadata(table.join(f)).unwrap().len();
-        assert!(len > 2 * (64 << 10), "{f}: {len} bytes");
+    let lake = server.bucket("lake");
+    // Files of four row groups: of 8,000 rows (longer than two footer reads, and read whole) and
+    // of 50,000 (longer than a file read whole: the footer, then the row groups).
+    for (name, rows, trips) in [("small", 8000, 1), ("large", 50_000, 2)] {
+        let table = lake.join(name);
+        generate(&table, 2, 4, rows);
+        for f in ["part-000.parquet", "sub/part-001.parquet"] {
+            let len = std::fs::metadata(table.join(f)).unwrap().len();
+            let whole = len <= object::WHOLE_FILE_BYTES;
+            assert!(
+                len > 2 * (64 << 10) && whole == (trips == 1),
+                "{f}: {len} bytes"
+            );
+        }
+        let url = format!("s3://lake/{name}");
+        succeeded(needle_on(
+            &server,
+            &["index-parquet", &url, "--column", "id"],
+        ));
+        let values: Vec<i64> = (0..5000).step_by(251).collect();
+        let (index, files) = lookups_in(&server, &table, &url, &values);
+        assert!(index.iter().all(|&n| n == 2), "{name}: {index:?}");
+        assert!(files.len() > values.len() / 2, "{name}: {files:?}");
+        assert!(files.iter().all(|&n| n == trips), "{name}: {files:?}");
     }
-    succeeded(needle_on(
-        &server,
-        &["index-parquet", "s3://lake/big", "--column", "id"],
-    ));
-    let values: Vec<i64> = (0..5000).step_by(251).collect();
-    let (index, files) = lookups_in(&server, &table, "s3://lake/big", &values);
-    assert!(index.iter().all(|&n| n == 2), "{index:?}");
-    // The footers, the row groups (the index is by file: all of them).
-    assert!(files.len() > values.len() / 2, "{files:?}");
-    assert!(files.iter().all(|&n| n == 2), "{files:?}");
 }
 
 #[test]
@@ -383,8 +394,8 @@ fn lengths_the_publication_does_not_record_or_records_wrong_are_asked_for() {
 
     // A publication made before lengths were recorded: each is asked for first (a HEAD), one
     // round trip more. Lengths that are wrong (as for a file replaced after it was indexed):
-    // shorter ones are corrected from the length the footer's read returns and read again,
-    // longer ones fail the read and are asked for. The same answers every time.
+    // shorter ones are corrected from the length the first read returns and read again; a read
+    // of a longer one returns the whole object, which is kept. The same answers every time.
     let with_lengths = |f: &dyn Fn(u64) -> Option<u64>| {
         let mut p = own.clone();
         let m = p["file_lengths"].as_object_mut().unwrap();
@@ -403,7 +414,7 @@ fn lengths_the_publication_does_not_record_or_records_wrong_are_asked_for() {
     for (what, change, trips) in [
         ("none", &(|_| None) as &dyn Fn(u64) -> Option<u64>, 2),
         ("shorter", &|n| Some(n - 100), 2),
-        ("longer", &|n| Some(n + 100_000), 3),
+        ("longer", &|n| Some(n + 100_000), 1),
     ] {
         with_lengths(change);
         let (_, files) = lookups_in(&server, &table, "s3://lake/t", &values);

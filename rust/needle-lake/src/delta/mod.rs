@@ -1,6 +1,7 @@
-//! Delta Lake tables on a local file system: the data files live at a version (the transaction
-//! log replayed by the Delta kernel), an index that follows the table's versions, and lookups
-//! at any version that never miss a file live in it, however far the index lags behind.
+//! Delta Lake tables: the data files live at a version (the transaction log replayed by the Delta
+//! kernel), an index that follows the table's versions, and lookups at any version that never
+//! miss a file live in it, however far the index lags behind. This module keeps the index on a
+//! local file system; [`crate::object::index_delta`] publishes one for a table on object storage.
 //!
 //! The index lives in `TABLE/.needle-index` (Delta readers and `VACUUM` leave hidden folders
 //! alone), with the version it covers in [`VERSION_FILE`]; its partitions are the table's data

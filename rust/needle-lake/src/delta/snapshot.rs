@@ -1,6 +1,8 @@
 //! One version of a Delta table read from its transaction log by the Delta kernel: its live
-//! files, partition values, schema and deletion vectors, and the rows of its candidate files.
+//! files, partition values, schema and deletion vectors, and the rows of its candidate files;
+//! on a local file system or on object storage.
 
+use crate::object::{Location, RemoteFiles};
 use crate::pq::{self, LookupResult, ParquetMeta};
 use crate::{Error, Key, Result, TimeUnit, ValueType};
 use arrow_schema::Schema as ArrowSchema;
@@ -24,7 +26,7 @@ pub type PartitionValues = BTreeMap<String, Option<String>>;
 /// metadata.
 #[derive(Debug, Clone)]
 pub struct DeltaSnapshot {
-    /// The table's folder.
+    /// The table's folder; for a table on object storage, its URL (as messages name it).
     pub root: PathBuf,
     /// The version loaded.
     pub version: u64,
@@ -38,6 +40,31 @@ pub struct DeltaSnapshot {
     /// The deletion vectors of the live files that carry one (rows deleted without rewriting
     /// the file), by path relative to `root`; read when a lookup finds rows in the file.
     pub deletion_vectors: BTreeMap<String, DvInfo>,
+    /// The length of every live file, as the log records it (so a file on object storage is
+    /// read without asking its length first).
+    pub sizes: BTreeMap<String, u64>,
+    /// The table as a URL of a directory, which the log's relative paths resolve against.
+    url: Url,
+    storage: Storage,
+}
+
+/// Where a table's files are, and the kernel's engine that reads them.
+#[derive(Clone)]
+enum Storage {
+    Local,
+    Remote {
+        location: Location,
+        engine: Arc<DefaultEngine<TokioBackgroundExecutor>>,
+    },
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Storage::Local => f.write_str("Local"),
+            Storage::Remote { location, .. } => write!(f, "Remote({location:?})"),
+        }
+    }
 }
 
 impl DeltaSnapshot {
@@ -49,21 +76,51 @@ impl DeltaSnapshot {
     /// was cleaned up, an unreadable commit or checkpoint, a table feature the kernel does not
     /// read, what Needle does not read (column mapping), a data file outside the table's folder.
     pub fn load(root: &Path, version: Option<u64>) -> Result<DeltaSnapshot> {
-        let table = root.display();
         if !root.join("_delta_log").is_dir() {
             return Err(Error::Other(format!(
-                "{table} is not a Delta table (no _delta_log folder)"
+                "{} is not a Delta table (no _delta_log folder)",
+                root.display()
             )));
         }
-        let url = table_url(root)?;
-        let engine = engine();
+        Self::load_from(root, table_url(root)?, Storage::Local, version)
+    }
+
+    /// [`DeltaSnapshot::load`] for a table on object storage (`s3://bucket/table`): the log and
+    /// the deletion vectors are read through the same store and credentials as the files.
+    pub fn load_from_store(table: &Location, version: Option<u64>) -> Result<DeltaSnapshot> {
+        let log = table.child("_delta_log")?;
+        if !log.exists_below()? {
+            return Err(Error::Other(format!(
+                "{table:?} is not a Delta table (no objects below {})",
+                table.url_of("_delta_log/")
+            )));
+        }
+        let text = format!("{table:?}/");
+        let url =
+            Url::parse(&text).map_err(|e| Error::Other(format!("{text} is not a URL: {e}")))?;
+        let engine = Arc::new(DefaultEngineBuilder::new(table.store()).build());
+        let storage = Storage::Remote {
+            location: table.clone(),
+            engine,
+        };
+        Self::load_from(&PathBuf::from(format!("{table:?}")), url, storage, version)
+    }
+
+    fn load_from(
+        root: &Path,
+        url: Url,
+        storage: Storage,
+        version: Option<u64>,
+    ) -> Result<DeltaSnapshot> {
+        let table = root.display();
+        let engine = storage.engine();
         let mut builder = Snapshot::builder_for(url.as_str());
         if let Some(v) = version {
             builder = builder.at_version(v);
         }
         let snapshot = builder
             .build(engine)
-            .map_err(|e| explain_load_error(root, &url, version, e))?;
+            .map_err(|e| explain_load_error(root, &url, engine, version, e))?;
         let config = snapshot.table_configuration();
         if config.column_mapping_mode() != ColumnMappingMode::None {
             return Err(Error::Other(format!(
@@ -87,13 +144,12 @@ impl DeltaSnapshot {
                 .visit_scan_files(found, |files, f| files.push(f))
                 .map_err(kernel_err)?;
         }
-        let dir = url
-            .to_file_path()
-            .map_err(|()| Error::Other(format!("{url} is not a local folder")))?;
         let mut files = BTreeMap::new();
         let mut deletion_vectors = BTreeMap::new();
+        let mut sizes = BTreeMap::new();
         for f in found {
-            let rel = relative_path(root, &url, &dir, &f.path)?;
+            let rel = relative_path(root, &url, &f.path)?;
+            sizes.insert(rel.clone(), f.size.max(0) as u64);
             if f.dv_info.has_vector() {
                 deletion_vectors.insert(rel.clone(), f.dv_info.clone());
             }
@@ -110,6 +166,9 @@ impl DeltaSnapshot {
             partition_columns,
             schema,
             deletion_vectors,
+            sizes,
+            url,
+            storage,
         })
     }
 
@@ -130,9 +189,8 @@ impl DeltaSnapshot {
         let Some(dv) = self.deletion_vectors.get(file) else {
             return Ok(Vec::new());
         };
-        let url = table_url(&self.root)?;
         let mut rows = dv
-            .get_row_indexes(engine(), &url)
+            .get_row_indexes(self.storage.engine(), &self.url)
             .map_err(|e| {
                 Error::Other(format!(
                     "cannot read the deletion vector of {file} in version {} of {}: {e}",
@@ -204,11 +262,20 @@ impl DeltaSnapshot {
     }
 
     /// An error if a file of `candidates` (partition ids) that this version reads was removed
-    /// ([`Error::FilesRemoved`]); what a failed read of them is reported as.
+    /// ([`Error::FilesRemoved`]); what a failed read of them is reported as. On object storage
+    /// each is asked for (a request each, in one round trip).
     pub fn check_files<'a>(&self, candidates: impl IntoIterator<Item = &'a str>) -> Result<()> {
-        for id in candidates {
-            let file = pq::split_id(id).0;
-            if self.files.contains_key(file) && !self.root.join(file).exists() {
+        let live: Vec<&str> = candidates
+            .into_iter()
+            .map(|id| pq::split_id(id).0)
+            .filter(|file| self.files.contains_key(*file))
+            .collect();
+        let present: Vec<bool> = match &self.storage {
+            Storage::Local => live.iter().map(|f| self.root.join(f).exists()).collect(),
+            Storage::Remote { location, .. } => location.exist(&live)?,
+        };
+        for (file, present) in live.into_iter().zip(present) {
+            if !present {
                 return Err(Error::FilesRemoved {
                     table: self.root.clone(),
                     version: self.version,
@@ -222,15 +289,29 @@ impl DeltaSnapshot {
     /// The rows of the partitions `candidates` of this version whose column equals `value`,
     /// without those deletion vectors hide. A file of the version that is gone is reported as
     /// [`Error::FilesRemoved`].
-    pub(super) fn read(
+    pub(crate) fn read(
         &self,
         meta: &ParquetMeta,
         value: &Key,
         candidates: Vec<String>,
     ) -> Result<LookupResult> {
-        self.check_files(candidates.iter().map(String::as_str))?;
         let ids = candidates.clone();
-        match pq::read_rows(&pq::LocalFiles(&self.root), meta, value, candidates) {
+        let read = match &self.storage {
+            Storage::Local => {
+                self.check_files(candidates.iter().map(String::as_str))?;
+                pq::read_rows(&pq::LocalFiles(&self.root), meta, value, candidates)
+            }
+            // The files' lengths from the log: each candidate read in one or two round trips,
+            // all of them at once (a missing one is looked for only if the read fails).
+            Storage::Remote { location, .. } => {
+                let sizes = self.sizes.iter().map(|(f, n)| (f.clone(), *n));
+                let files = RemoteFiles::new(location.clone()).knowing(sizes);
+                files
+                    .prefetch(&candidates)
+                    .and_then(|()| pq::read_rows(&files, meta, value, candidates))
+            }
+        };
+        match read {
             Ok(r) => self.without_deleted(r),
             // Removed while it was read.
             Err(e) => Err(self
@@ -246,12 +327,17 @@ impl DeltaSnapshot {
     }
 }
 
-/// The kernel's engine on the local file system, shared (it runs one background thread for
-/// its I/O).
-fn engine() -> &'static dyn Engine {
-    static ENGINE: LazyLock<DefaultEngine<TokioBackgroundExecutor>> =
-        LazyLock::new(|| DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build());
-    &*ENGINE
+impl Storage {
+    /// The kernel's engine: on the local file system, one shared by every table (it runs one
+    /// background thread for its I/O); on object storage, the table's own.
+    fn engine(&self) -> &dyn Engine {
+        static LOCAL: LazyLock<DefaultEngine<TokioBackgroundExecutor>> =
+            LazyLock::new(|| DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build());
+        match self {
+            Storage::Local => &*LOCAL,
+            Storage::Remote { engine, .. } => engine.as_ref(),
+        }
+    }
 }
 
 /// The table's folder as the `file://` URL of a directory (the form the kernel resolves the
@@ -264,9 +350,9 @@ fn table_url(root: &Path) -> Result<Url> {
 }
 
 /// A data file's path as the log writes it (a URI, relative to the table and percent-encoded,
-/// or absolute) as a path relative to the table's folder (`url` as a URL, `dir` as a path); a
-/// file outside it is refused.
-fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<String> {
+/// or absolute) as a path relative to the table (`url`, a directory's URL), decoded; a file
+/// outside it is refused.
+fn relative_path(root: &Path, url: &Url, log_path: &str) -> Result<String> {
     let outside = || {
         Error::Other(format!(
             "{} holds a file outside its folder ({log_path}), which this version does not read",
@@ -274,13 +360,21 @@ fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<S
         ))
     };
     let file = url.join(log_path).map_err(|_| outside())?;
-    let file = file.to_file_path().map_err(|()| outside())?;
-    let rel = file.strip_prefix(dir).map_err(|_| outside())?;
-    rel.to_str().map(str::to_string).ok_or_else(|| {
-        Error::Other(format!(
-            "the data file path {log_path:?} is not UTF-8 once decoded"
-        ))
-    })
+    if file.scheme() != url.scheme() || file.authority() != url.authority() {
+        return Err(outside());
+    }
+    let rel = file.path().strip_prefix(url.path()).ok_or_else(outside)?;
+    if rel.is_empty() {
+        return Err(outside());
+    }
+    percent_encoding::percent_decode_str(rel)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| {
+            Error::Other(format!(
+                "the data file path {log_path:?} is not UTF-8 once decoded"
+            ))
+        })
 }
 
 /// The kernel's error for a snapshot that could not be built, with what a user needs first:
@@ -289,6 +383,7 @@ fn relative_path(root: &Path, url: &Url, dir: &Path, log_path: &str) -> Result<S
 fn explain_load_error(
     root: &Path,
     url: &Url,
+    engine: &dyn Engine,
     version: Option<u64>,
     e: delta_kernel::KernelError,
 ) -> Error {
@@ -296,7 +391,7 @@ fn explain_load_error(
     let Some(v) = version else {
         return with_bad_json(root, format!("cannot read {table}: {e}")).into();
     };
-    match Snapshot::builder_for(url.as_str()).build(engine()) {
+    match Snapshot::builder_for(url.as_str()).build(engine) {
         Ok(latest) if v > latest.version() => Error::NoSuchVersion {
             table: root.to_path_buf(),
             version: v,

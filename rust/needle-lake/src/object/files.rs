@@ -19,6 +19,11 @@ const FOOTER_PREFETCH: u64 = 64 << 10;
 const READ_AHEAD: u64 = 1 << 20;
 /// Most bytes a file keeps of what it read.
 const CACHE_BYTES: u64 = 64 << 20;
+/// Largest candidate file a lookup reads whole, in one request, rather than its footer first and
+/// then its row groups: a round trip to an object store (10-30 ms) is worth about 2 MB at the
+/// 100 MB/s one S3 connection carries, so reading a file this small whole costs less than the
+/// round trip it saves.
+pub const WHOLE_FILE_BYTES: u64 = 2 << 20;
 
 /// A Parquet file on an object store, read with ranged requests; what it has read is kept (up
 /// to 64 MiB), so the Parquet reader's many small reads of one column chunk are served from a
@@ -35,6 +40,8 @@ impl RemoteFile {
     /// Opens files `rels` of `location` and reads their footers. `known[i]` is the length of
     /// `rels[i]` if it is known without asking (from a listing, or recorded by the index): then
     /// the footer is read in one round trip, else the length is asked first (a `HEAD`), in two.
+    /// With `whole`, a file of at most [`WHOLE_FILE_BYTES`] is read whole in that round trip
+    /// (a lookup's candidates: their row groups are read next anyway).
     ///
     /// A suffix range (`bytes=-N`) would read a footer without the length, in one, but some
     /// S3-compatible servers (s3s-fs 0.14) fail one longer than the object with a server error
@@ -47,6 +54,7 @@ impl RemoteFile {
         location: &Location,
         rels: &[&str],
         known: &[Option<u64>],
+        whole: bool,
     ) -> Result<Vec<RemoteFile>> {
         let file = |rel: &str, len: u64| RemoteFile {
             location: location.clone(),
@@ -61,17 +69,23 @@ impl RemoteFile {
             .map(|(rel, len)| file(rel, len.unwrap_or(0)))
             .collect();
         Self::ask_lengths(location, &mut files, &unknown)?;
-        // The footers; a recorded length that does not hold is corrected and read again.
-        let tails: Vec<usize> = (0..files.len()).filter(|&i| files[i].len > 0).collect();
+        // The footers (or whole files); a recorded length that does not hold is corrected and
+        // read again, unless the read holds the whole object anyway.
+        let first: Vec<(usize, Range<u64>)> = (0..files.len())
+            .filter(|&i| files[i].len > 0)
+            .map(|i| (i, files[i].first_read(whole)))
+            .collect();
         let got =
-            location.round_trip(join_all(tails.iter().map(|&i| {
-                location.get_range(&files[i].rel, GetRange::Bounded(files[i].tail()))
+            location.round_trip(join_all(first.iter().map(|(i, r)| {
+                location.get_range(&files[*i].rel, GetRange::Bounded(r.clone()))
             })));
         let (mut again, mut ask) = (Vec::new(), Vec::new());
-        for (&i, read) in tails.iter().zip(got) {
+        for ((i, range), read) in first.into_iter().zip(got) {
             match read {
-                Ok((bytes, len)) if len == files[i].len => {
-                    files[i].keep(files[i].tail().start, bytes)
+                Ok((bytes, len)) if len == files[i].len => files[i].keep(range.start, bytes),
+                Ok((bytes, len)) if range.start == 0 && bytes.len() as u64 == len => {
+                    files[i].len = len;
+                    files[i].keep(0, bytes);
                 }
                 Ok((_, len)) => {
                     files[i].len = len;
@@ -109,6 +123,15 @@ impl RemoteFile {
     /// The bytes read first from the end of the file: its footer, for most files.
     fn tail(&self) -> Range<u64> {
         self.len.saturating_sub(FOOTER_PREFETCH)..self.len
+    }
+
+    /// The bytes read first: the whole file if `whole` and it is small enough, else its tail.
+    fn first_read(&self, whole: bool) -> Range<u64> {
+        if whole && self.len <= WHOLE_FILE_BYTES {
+            0..self.len
+        } else {
+            self.tail()
+        }
     }
 
     /// Keeps only the footer of what was read of the file's end (a copy, so the rest is freed).
@@ -285,17 +308,18 @@ impl RemoteFiles {
     }
 
     /// Opens the files that partitions `ids` belong to and reads the row groups they name, in
-    /// two round trips (footers, row groups; one when the footers' reads hold the row groups),
+    /// two round trips (footers, row groups; one for files read whole, [`WHOLE_FILE_BYTES`],
+    /// or when the footers' reads hold the row groups),
     /// and one more first for the lengths of files whose lengths are not known, so reading their
     /// rows sends no request.
-    pub(super) fn prefetch(&self, ids: &[String]) -> Result<()> {
+    pub(crate) fn prefetch(&self, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
         let groups = pq::by_file(ids);
         let loc = &self.location;
         let rels: Vec<&str> = groups.keys().copied().collect();
-        let files = RemoteFile::open_all(loc, &rels, &self.known(&rels))?;
+        let files = RemoteFile::open_all(loc, &rels, &self.known(&rels), true)?;
         let mut reads = Vec::new();
         for (f, wanted) in files.iter().zip(groups.values()) {
             let name = loc.url_of(&f.rel);
@@ -346,9 +370,9 @@ impl ParquetFiles for RemoteFiles {
             .remove(rel);
         match opened {
             Some(f) => Ok(f),
-            None => {
-                Ok(RemoteFile::open_all(&self.location, &[rel], &self.known(&[rel]))?.remove(0))
-            }
+            None => Ok(
+                RemoteFile::open_all(&self.location, &[rel], &self.known(&[rel]), false)?.remove(0),
+            ),
         }
     }
     fn name(&self, rel: &str) -> String {
@@ -356,7 +380,7 @@ impl ParquetFiles for RemoteFiles {
     }
     fn open_ahead(&self, rels: &[String]) -> Result<()> {
         let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
-        let files = RemoteFile::open_all(&self.location, &rels, &self.known(&rels))?;
+        let files = RemoteFile::open_all(&self.location, &rels, &self.known(&rels), false)?;
         // Kept by the hundred: only their footers, not the 64 KiB read to find them.
         for f in &files {
             f.trim_to_footer();

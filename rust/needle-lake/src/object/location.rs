@@ -184,6 +184,36 @@ impl Location {
         Ok((bytes, len))
     }
 
+    /// Whether there is at least one object below this prefix (one listing request, the first
+    /// page only).
+    pub fn exists_below(&self) -> Result<bool> {
+        let first = self.round_trip(async {
+            self.store
+                .list(Some(&self.root))
+                .try_next()
+                .await
+                .map_err(|e| Error::Other(format!("cannot list {}: {e}", self.url)))
+        })?;
+        self.counted(0);
+        Ok(first.is_some())
+    }
+
+    /// Whether each object of `rels` exists (a `HEAD` each, in one round trip).
+    pub fn exist(&self, rels: &[&str]) -> Result<Vec<bool>> {
+        self.round_trip(futures::future::try_join_all(rels.iter().map(
+            |rel| async move {
+                let path = self.path(rel)?;
+                let r = self.store.head(&path).await;
+                self.counted(0);
+                match r {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(self.failed(rel, "read", e)),
+                }
+            },
+        )))
+    }
+
     /// The length of object `rel`.
     pub(super) async fn len(&self, rel: &str) -> Result<u64> {
         let meta = self.store.head(&self.path(rel)?).await;

@@ -12,18 +12,22 @@
 //! whole), so a reader sees one publication or the next, never a mix. A lookup takes two round
 //! trips to the index (the publication and [`HEADS`], the bundle of its segments' heads; two
 //! bucket rows of every segment), each of requests sent in parallel, and then, if there are
-//! candidates, two to their files (footers, at the lengths the publication recorded; the row
-//! groups that may hold the value, unless the footers' reads hold them).
+//! candidates, one or two to their files (a file of at most [`WHOLE_FILE_BYTES`] whole, at the
+//! length the publication recorded; a larger one's footer, then the row groups that may hold the
+//! value).
 //!
 //! `location` is where objects are and how requests are counted, `files` the Parquet files
 //! read through ranged requests, `publication` publishing and reading an index; this module
 //! joins them into indexing and lookups.
 
+mod delta;
 mod files;
 mod location;
 mod publication;
 
-pub use files::{RemoteFile, RemoteFiles};
+pub use delta::index_delta;
+
+pub use files::{RemoteFile, RemoteFiles, WHOLE_FILE_BYTES};
 pub use location::{Location, Requests};
 pub use publication::{publish, PublishReport, RemoteIndex, HEADS, PUBLICATION};
 
@@ -53,32 +57,38 @@ pub fn index_parquet(
 ) -> Result<(IndexReport, PublishReport)> {
     let files = RemoteFiles::new(table.clone());
     let rels = files.list()?;
-    let temporary = match staging {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
+    staged(staging, |index_dir| {
+        let report = pq::index_files_with(
+            &files,
+            index_dir,
+            &rels,
+            o,
+            Options::default(),
+            pq::Missing::Refused,
+            progress,
+        )?;
+        let to = index_of(table, index)?;
+        Ok((report, publish(index_dir, &to, &files.lengths(), None)?))
+    })
+}
+
+/// Runs `build` on the index directory inside `staging`, or inside a temporary directory
+/// removed afterwards.
+fn staged<T>(staging: Option<&Path>, build: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    match staging {
+        Some(dir) => build(&dir.join(INDEX_SUBDIR)),
+        None => {
+            let temporary = tempfile::Builder::new()
                 .prefix("needle-staging-")
                 .tempdir()
-                .map_err(|e| Error::Other(format!("cannot create a staging directory: {e}")))?,
-        ),
-    };
-    let dir = staging.unwrap_or_else(|| temporary.as_ref().expect("made above").path());
-    let index_dir = dir.join(INDEX_SUBDIR);
-    let report = pq::index_files_with(
-        &files,
-        &index_dir,
-        &rels,
-        o,
-        Options::default(),
-        pq::Missing::Refused,
-        progress,
-    )?;
-    let published = publish(&index_dir, &index_of(table, index)?, &files.lengths())?;
-    Ok((report, published))
+                .map_err(|e| Error::Other(format!("cannot create a staging directory: {e}")))?;
+            build(&temporary.path().join(INDEX_SUBDIR))
+        }
+    }
 }
 
 /// The index of `table`: `index`, or `TABLE/.needle-index`.
-fn index_of(table: &Location, index: Option<&Location>) -> Result<Location> {
+pub(crate) fn index_of(table: &Location, index: Option<&Location>) -> Result<Location> {
     match index {
         Some(l) => Ok(l.clone()),
         None => table.child(INDEX_SUBDIR),
@@ -86,36 +96,52 @@ fn index_of(table: &Location, index: Option<&Location>) -> Result<Location> {
 }
 
 /// A lookup on object storage: the rows, and the requests it took to the index and to the
-/// table's files.
+/// table.
 #[derive(Debug, Clone)]
 pub struct RemoteLookup {
     /// Candidates and rows, as a local lookup gives them.
     pub result: LookupResult,
     /// Requests to the index (opening it included).
     pub index: Requests,
-    /// Requests to the candidate files.
+    /// Requests to the table: the candidate files (and, for a Delta table, its log).
     pub files: Requests,
 }
 
 /// Finds the rows of `value` in the table at `table`, through its published index
-/// (`TABLE/.needle-index`, or `index`).
-pub fn lookup(table: &Location, index: Option<&Location>, value: &str) -> Result<RemoteLookup> {
+/// (`TABLE/.needle-index`, or `index`): a folder of Parquet files, or a Delta table indexed by
+/// [`index_delta`], at `version` (default: its latest).
+pub fn lookup(
+    table: &Location,
+    index: Option<&Location>,
+    version: Option<u64>,
+    value: &str,
+) -> Result<RemoteLookup> {
     let index = index_of(table, index)?;
     // Each phase counts on its own location (the index's prefix may share the table's counts).
     let before = index.requests();
     let ix = RemoteIndex::open(&index)?;
     let v = ix.meta().kind.parse(value)?;
+    if version.is_some() && ix.delta_version().is_none() {
+        return Err(Error::Other(format!(
+            "--version reads a Delta table indexed by `needle index-delta`, and the index at \
+             {index:?} is of Parquet files"
+        )));
+    }
     let candidates = ix.candidates(&v)?;
     let index_requests = index.requests() - before;
     let before = table.requests();
-    // The candidates' lengths only: the publication has every file's.
-    let lengths = ix.file_lengths();
-    let files = RemoteFiles::new(table.clone()).knowing(candidates.iter().filter_map(|id| {
-        let (rel, _) = pq::split_id(id);
-        Some((rel.to_string(), *lengths.get(rel)?))
-    }));
-    files.prefetch(&candidates)?;
-    let result = pq::read_rows(&files, ix.meta(), &v, candidates)?;
+    let result = if ix.delta_version().is_some() {
+        delta::read_version(table, &ix, version, &v, candidates)?
+    } else {
+        // The candidates' lengths only: the publication has every file's.
+        let lengths = ix.file_lengths();
+        let files = RemoteFiles::new(table.clone()).knowing(candidates.iter().filter_map(|id| {
+            let (rel, _) = pq::split_id(id);
+            Some((rel.to_string(), *lengths.get(rel)?))
+        }));
+        files.prefetch(&candidates)?;
+        pq::read_rows(&files, ix.meta(), &v, candidates)?
+    };
     Ok(RemoteLookup {
         result,
         index: index_requests,

@@ -39,6 +39,10 @@ struct PublicationFile {
     /// publication made before it was recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     file_lengths: BTreeMap<String, u64>,
+    /// For the index of a Delta table, the table version it covers (`needle index-delta`);
+    /// absent for a folder of Parquet files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delta_version: Option<u64>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -67,13 +71,15 @@ pub struct PublishReport {
 
 /// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`: its
 /// segments, the bundle of their heads ([`HEADS`]), then the publication, which records the
-/// `lengths` of the files the index holds partitions of (those it has); then deletes the
-/// objects of earlier publications there. A reader of an earlier publication that
-/// reads a deleted segment gets an error, never a wrong answer; reading again finds the new one.
+/// `lengths` of the files the index holds partitions of (those it has) and, for a Delta table,
+/// the `delta_version` the index covers; then deletes the objects of earlier publications
+/// there. A reader of an earlier publication that reads a deleted segment gets an error, never
+/// a wrong answer; reading again finds the new one.
 pub fn publish(
     index_dir: &Path,
     to: &Location,
     lengths: &HashMap<String, u64>,
+    delta_version: Option<u64>,
 ) -> Result<PublishReport> {
     let meta = ParquetMeta::load(index_dir)?;
     let ix = Index::open_snapshot(index_dir, Options::default())?;
@@ -131,6 +137,7 @@ pub fn publish(
         fingerprint_bits: publication.fingerprint_bits,
         segments: entries,
         file_lengths,
+        delta_version,
     };
     let json = serde_json::to_vec_pretty(&file).expect("a publication serializes");
     // The heads first: a reader that finds the new publication finds its heads too (one that
@@ -155,6 +162,7 @@ pub struct RemoteIndex {
     objects: Vec<String>,
     index: PublishedIndex,
     file_lengths: BTreeMap<String, u64>,
+    delta_version: Option<u64>,
 }
 
 impl RemoteIndex {
@@ -218,6 +226,7 @@ impl RemoteIndex {
             objects,
             index,
             file_lengths: file.file_lengths,
+            delta_version: file.delta_version,
         })
     }
 
@@ -230,6 +239,11 @@ impl RemoteIndex {
     /// they were recorded).
     pub fn file_lengths(&self) -> &BTreeMap<String, u64> {
         &self.file_lengths
+    }
+
+    /// The Delta table version the index covers; `None` for an index of Parquet files.
+    pub fn delta_version(&self) -> Option<u64> {
+        self.delta_version
     }
 
     /// The ids of the partitions the index holds (files, or files' row groups).
