@@ -10,14 +10,10 @@ use std::path::{Path, PathBuf};
 
 mod common;
 use common::delta_log::{
-    add, add_with_deletion_vector, commit, data_files, index_delta, inline_deletion_vector,
-    metadata, protocol_with, remove, table_of_files, table_with_a_column_added, PROTOCOL,
+    add, commit, data_files, hidden_row_probes, hide_rows, index_delta, metadata, protocol_with,
+    remove, table_of_files, table_with_a_column_added, PROTOCOL,
 };
-use common::{full_scan_files, generate, needle, printed_rows};
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{full_scan_files, generate, needle, printed_rows, stderr};
 
 /// The files live at `version` (a model of the log) compared with what lookups return.
 fn check_version(table: &Path, version: u64, live: &BTreeSet<String>) {
@@ -344,50 +340,21 @@ fn rows_a_deletion_vector_hides_are_not_returned() {
     let t = table.to_str().unwrap();
     index_delta(t);
     // Version 1 deletes 40 rows of the first file, in every row group, through a vector.
-    let hidden: Vec<u16> = (0..40).map(|i| i * 7 + 3).collect();
-    commit(
-        table,
-        1,
-        &[
-            protocol_with("deletionVectors"),
-            remove(&pool[0]),
-            add_with_deletion_vector(&pool[0], &inline_deletion_vector(&hidden)),
-        ],
-    );
+    let hidden = hide_rows(table, 1, &pool[0]);
     let snap = delta::DeltaSnapshot::load(table, Some(1)).unwrap();
-    let want_hidden: Vec<u64> = hidden.iter().map(|&p| p as u64).collect();
-    assert_eq!(snap.deleted_rows(&pool[0]).unwrap(), want_hidden);
+    assert_eq!(snap.deleted_rows(&pool[0]).unwrap(), hidden);
     assert!(snap.deleted_rows(&pool[1]).unwrap().is_empty());
     let files: Vec<PathBuf> = pool.iter().map(|f| table.join(f)).collect();
-    // The ids of the hidden rows (as `generate` writes them: 100 rows per row group) and more.
-    let mut probes: Vec<i64> = hidden
-        .iter()
-        .map(|&p| ((p as i64 / 100) * 104_729 + (p as i64 % 100) * 31) % 5000)
-        .collect();
-    probes.extend((0..5000i64).step_by(97));
     let mut gone = 0;
-    for v in probes {
-        let all = full_scan_files(table, &files, "id", &Value::Int(v));
-        let kept: Vec<_> = all
-            .iter()
-            .filter(|r| !(r.file == pool[0] && want_hidden.contains(&r.row)))
-            .cloned()
-            .collect();
+    for (v, all, kept) in hidden_row_probes(table, &files, &pool[0], &hidden, 97) {
         gone += all.len() - kept.len();
-        assert_eq!(
-            delta::lookup(table, Some(1), None, &v.to_string())
+        let at = |version| {
+            delta::lookup(table, Some(version), None, &v.to_string())
                 .unwrap()
-                .rows,
-            kept,
-            "{v}"
-        );
-        assert_eq!(
-            delta::lookup(table, Some(0), None, &v.to_string())
-                .unwrap()
-                .rows,
-            all,
-            "{v}"
-        );
+                .rows
+        };
+        assert_eq!(at(1), kept, "{v}");
+        assert_eq!(at(0), all, "{v}");
     }
     assert!(gone >= hidden.len(), "every hidden row was probed ({gone})");
     // Re-indexing at version 1 changes nothing: the file keeps its path.

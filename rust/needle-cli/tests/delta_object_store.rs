@@ -6,43 +6,15 @@
 mod common;
 
 use common::delta_log::{
-    add, add_with_deletion_vector, commit, inline_deletion_vector, protocol_with, remove,
-    table_of_files, table_with_a_column_added,
+    add, commit, hidden_row_probes, hide_rows, remove, table_of_files, table_with_a_column_added,
 };
 use common::s3::S3Server;
-use common::{full_scan_files, printed_rows};
+use common::{failed_saying, full_scan_files, needle_on, printed_rows, succeeded};
 use needle_index::Value;
 use needle_lake::delta::DeltaSnapshot;
 use needle_lake::object::{self, Location};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn needle_on(server: &S3Server, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_needle"))
-        .args(args)
-        .envs(server.env())
-        .output()
-        .unwrap()
-}
-
-fn succeeded(o: std::process::Output) -> std::process::Output {
-    assert!(o.status.success(), "{}", stderr(&o));
-    o
-}
-
-fn failed_saying(o: std::process::Output, words: &[&str]) {
-    assert!(
-        !o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
-    let e = stderr(&o);
-    assert!(words.iter().all(|w| e.contains(w)), "{words:?}: {e}");
-}
 
 /// Lookups at `version` through the published index equal a full scan of the `live` files.
 fn check_version(t: &Location, table: &Path, version: u64, live: &BTreeSet<String>) {
@@ -198,16 +170,7 @@ fn deletion_vectors_new_columns_and_removed_files() {
     let server = S3Server::start();
     let table = server.bucket("lake").join("dv");
     let pool = table_of_files(&table, 2, 3, 100, 2);
-    let hidden: Vec<u16> = (0..40).map(|i| i * 7 + 3).collect();
-    commit(
-        &table,
-        1,
-        &[
-            protocol_with("deletionVectors"),
-            remove(&pool[0]),
-            add_with_deletion_vector(&pool[0], &inline_deletion_vector(&hidden)),
-        ],
-    );
+    let hidden = hide_rows(&table, 1, &pool[0]);
     succeeded(needle_on(
         &server,
         &[
@@ -220,20 +183,8 @@ fn deletion_vectors_new_columns_and_removed_files() {
     ));
     let t = Location::with_options("s3://lake/dv", server.env()).unwrap();
     let files: Vec<PathBuf> = pool.iter().map(|f| table.join(f)).collect();
-    let want_hidden: Vec<u64> = hidden.iter().map(|&p| p as u64).collect();
-    let mut probes: Vec<i64> = hidden
-        .iter()
-        .map(|&p| ((p as i64 / 100) * 104_729 + (p as i64 % 100) * 31) % 5000)
-        .collect();
-    probes.extend((0..5000i64).step_by(211));
     let mut gone = 0;
-    for v in probes {
-        let all = full_scan_files(&table, &files, "id", &Value::Int(v));
-        let kept: Vec<_> = all
-            .iter()
-            .filter(|r| !(r.file == pool[0] && want_hidden.contains(&r.row)))
-            .cloned()
-            .collect();
+    for (v, all, kept) in hidden_row_probes(&table, &files, &pool[0], &hidden, 211) {
         gone += all.len() - kept.len();
         let at = |version| {
             object::lookup(&t, None, Some(version), &v.to_string())

@@ -6,29 +6,13 @@
 mod common;
 
 use common::s3::S3Server;
-use common::{full_scan, generate};
+use common::{full_scan, generate, needle_on, stderr, succeeded};
+use needle_index::published::HeadsBundle;
 use needle_index::Value;
 use needle_lake::object::{self, Location};
 use needle_lake::pq;
+use std::collections::BTreeMap;
 use std::path::Path;
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn succeeded(o: std::process::Output) -> std::process::Output {
-    assert!(o.status.success(), "{}", stderr(&o));
-    o
-}
-
-/// Runs `needle` with the server's environment.
-fn needle_on(server: &S3Server, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_needle"))
-        .args(args)
-        .envs(server.env())
-        .output()
-        .unwrap()
-}
 
 fn location(server: &S3Server, url: &str) -> Location {
     Location::with_options(url, server.env()).unwrap()
@@ -372,55 +356,74 @@ fn lengths_the_publication_does_not_record_or_records_wrong_are_asked_for() {
         &server,
         &["index-parquet", "s3://lake/t", "--column", "id"],
     ));
-    let path = table.join(pq::INDEX_SUBDIR).join(object::PUBLICATION);
-    let own: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let lengths = own["file_lengths"].as_object().unwrap().clone();
+    // The bundle of heads holds every file's length, compressed.
+    let dir = table.join(pq::INDEX_SUBDIR);
+    let stored = std::fs::read(dir.join(object::HEADS)).unwrap();
+    assert!(
+        stored.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]),
+        "a Zstandard frame"
+    );
+    let own = HeadsBundle::decode(&zstd::decode_all(&stored[..]).unwrap(), "bundle").unwrap();
     let files: Vec<String> = pq::parquet_files(&table)
         .unwrap()
         .iter()
         .map(|f| pq::file_id(&table, f))
         .collect();
-    assert_eq!(lengths.len(), files.len(), "{lengths:?}");
-    for f in &files {
-        let len = std::fs::metadata(table.join(f)).unwrap().len();
-        assert_eq!(lengths[f].as_u64(), Some(len), "{f}");
-    }
+    let lengths: BTreeMap<String, u64> = files
+        .iter()
+        .map(|f| (f.clone(), std::fs::metadata(table.join(f)).unwrap().len()))
+        .collect();
+    assert_eq!(own.file_lengths, lengths);
     let values: Vec<i64> = (0..5000).step_by(397).collect();
-    let (_, files) = lookups_in(&server, &table, "s3://lake/t", &values);
+    let (_, trips) = lookups_in(&server, &table, "s3://lake/t", &values);
     assert!(
-        !files.is_empty() && files.iter().all(|&n| n == 1),
-        "{files:?}"
+        !trips.is_empty() && trips.iter().all(|&n| n == 1),
+        "{trips:?}"
     );
 
-    // A publication made before lengths were recorded: each is asked for first (a HEAD), one
-    // round trip more. Lengths that are wrong (as for a file replaced after it was indexed):
-    // shorter ones are corrected from the length the first read returns and read again; a read
-    // of a longer one returns the whole object, which is kept. The same answers every time.
-    let with_lengths = |f: &dyn Fn(u64) -> Option<u64>| {
-        let mut p = own.clone();
-        let m = p["file_lengths"].as_object_mut().unwrap();
-        m.retain(|_, v| {
-            let new = f(v.as_u64().unwrap());
-            if let Some(n) = new {
-                *v = n.into();
-            }
-            new.is_some()
-        });
-        if m.is_empty() {
-            p.as_object_mut().unwrap().remove("file_lengths");
+    // As publishers before wrote them: the bundle uncompressed, the lengths in the publication
+    // instead of the bundle, no lengths at all (each asked for first, a HEAD, one round trip
+    // more). Lengths that are wrong (as for a file replaced after it was indexed): shorter ones
+    // are corrected from the length the first read returns and read again; a read of a longer
+    // one returns the whole object, which is kept. The same answers every time.
+    let publication = dir.join(object::PUBLICATION);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&publication).unwrap()).unwrap();
+    assert!(json.get("file_lengths").is_none(), "{json}");
+    let write = |lengths: BTreeMap<String, u64>, in_publication: bool| {
+        let (mut bundle, mut p) = (own.clone(), json.clone());
+        if in_publication {
+            bundle.file_lengths.clear();
+            p["file_lengths"] = serde_json::to_value(&lengths).unwrap();
+        } else {
+            bundle.file_lengths = lengths;
         }
-        std::fs::write(&path, serde_json::to_vec(&p).unwrap()).unwrap();
+        std::fs::write(dir.join(object::HEADS), bundle.encode()).unwrap();
+        std::fs::write(&publication, serde_json::to_vec(&p).unwrap()).unwrap();
     };
-    for (what, change, trips) in [
-        ("none", &(|_| None) as &dyn Fn(u64) -> Option<u64>, 2),
-        ("shorter", &|n| Some(n - 100), 2),
-        ("longer", &|n| Some(n + 100_000), 1),
+    let changed = |f: &dyn Fn(u64) -> Option<u64>| -> BTreeMap<String, u64> {
+        lengths
+            .iter()
+            .filter_map(|(k, &n)| Some((k.clone(), f(n)?)))
+            .collect()
+    };
+    for (what, change, in_publication, expected) in [
+        (
+            "uncompressed",
+            &Some as &dyn Fn(u64) -> Option<u64>,
+            false,
+            1,
+        ),
+        ("in the publication", &Some, true, 1),
+        ("none", &|_| None, false, 2),
+        ("shorter", &|n| Some(n - 100), false, 2),
+        ("longer", &|n| Some(n + 100_000), true, 1),
     ] {
-        with_lengths(change);
-        let (_, files) = lookups_in(&server, &table, "s3://lake/t", &values);
+        write(changed(change), in_publication);
+        let (_, trips) = lookups_in(&server, &table, "s3://lake/t", &values);
         assert!(
-            !files.is_empty() && files.iter().all(|&n| n == trips),
-            "{what}: {files:?}"
+            !trips.is_empty() && trips.iter().all(|&n| n == expected),
+            "{what}: {trips:?}"
         );
     }
 }

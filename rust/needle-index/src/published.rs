@@ -6,15 +6,16 @@
 //! segment, the file and the removals and deletes applied to it (what the manifest says). A
 //! point query then takes two round trips, each of requests sent in parallel: the publication
 //! and the heads of its segments (header and partition table, which a long-lived reader keeps),
-//! bundled by the publisher in one object ([`bundle_heads`]); then the two bucket rows of every
-//! segment. Without the bundle, a reader reads each segment's head after the publication.
+//! bundled by the publisher in one object ([`HeadsBundle`], with the lengths of the table's files
+//! that its candidates name); then the two bucket rows of every segment. Without the bundle, a
+//! reader reads each segment's head after the publication.
 
 use crate::codec::{Dec, Enc};
 use crate::error::{Error, Result};
 use crate::hash::Probe;
 use crate::scan::ScanImpl;
 use crate::segment::{HeadRead, SegmentHead};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
 use std::path::Path;
 
@@ -70,8 +71,8 @@ impl PublishedHead {
 
 /// The first bytes of the object that bundles a publication's segment heads (§8 of the format).
 const HEADS_MAGIC: &[u8; 8] = b"NDLHEADS";
-/// The version of the heads bundle's layout.
-const HEADS_VERSION: u32 = 1;
+/// The version of the heads bundle's layout: 2 adds the table files' lengths after the heads.
+const HEADS_VERSION: u32 = 2;
 
 /// One segment's head as a publisher bundles it: the segment's object, the length of its file,
 /// and the file's first bytes (its head: header, partition table and padding).
@@ -85,64 +86,94 @@ pub struct BundledHead {
     pub head: Vec<u8>,
 }
 
-/// Encodes the heads of a publication's segments as one object, so that a reader fetches it
-/// beside the publication, in the same round trip, instead of reading every segment's head
-/// after it: magic, version, count, then per segment its object name, file length and head
-/// bytes, then a CRC-32C of all that precedes.
-pub fn bundle_heads(heads: &[BundledHead]) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.bytes(HEADS_MAGIC);
-    e.u32(HEADS_VERSION);
-    e.u32(heads.len() as u32);
-    for h in heads {
-        e.str(&h.object);
-        e.u64(h.file_len);
-        e.u64(h.head.len() as u64);
-        e.bytes(&h.head);
-    }
-    let crc = crc32c::crc32c(&e.0);
-    e.u32(crc);
-    e.0
+/// What a publisher bundles in one object beside its publication, so that a reader fetches it in
+/// the same round trip: the heads of the publication's segments (instead of reading every
+/// segment's head after the publication) and the length of every table file the index holds
+/// partitions of (so that a candidate file is read without asking its length).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadsBundle {
+    /// The segments' heads, in the publication's order.
+    pub heads: Vec<BundledHead>,
+    /// Table files' lengths in bytes, by path (as partition ids name files); empty in a bundle
+    /// of version 1.
+    pub file_lengths: BTreeMap<String, u64>,
 }
 
-/// Decodes what [`bundle_heads`] encoded; `name` names it in errors. A bundle that is damaged,
-/// truncated or of a later version is an error (the reader then reads the segments' heads).
-pub fn unbundle_heads(bytes: &[u8], name: &str) -> Result<Vec<BundledHead>> {
-    let path = Path::new(name);
-    if bytes.len() < HEADS_MAGIC.len() + 12 || &bytes[..HEADS_MAGIC.len()] != HEADS_MAGIC {
-        return Err(Error::corrupt(path, "not a bundle of segment heads"));
+impl HeadsBundle {
+    /// Encodes the bundle: magic, version, count, then per segment its object name, file length
+    /// and head bytes; count, then per table file its path and length; then a CRC-32C of all
+    /// that precedes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::default();
+        e.bytes(HEADS_MAGIC);
+        e.u32(HEADS_VERSION);
+        e.u32(self.heads.len() as u32);
+        for h in &self.heads {
+            e.str(&h.object);
+            e.u64(h.file_len);
+            e.u64(h.head.len() as u64);
+            e.bytes(&h.head);
+        }
+        e.u32(self.file_lengths.len() as u32);
+        for (path, len) in &self.file_lengths {
+            e.str(path);
+            e.u64(*len);
+        }
+        let crc = crc32c::crc32c(&e.0);
+        e.u32(crc);
+        e.0
     }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
-        return Err(Error::corrupt(path, "checksum mismatch"));
+
+    /// Decodes what [`HeadsBundle::encode`] encoded (or a bundle of version 1, heads alone);
+    /// `name` names it in errors. A bundle that is damaged, truncated or of a later version is
+    /// an error (the reader then reads the segments' heads).
+    pub fn decode(bytes: &[u8], name: &str) -> Result<HeadsBundle> {
+        let path = Path::new(name);
+        if bytes.len() < HEADS_MAGIC.len() + 12 || &bytes[..HEADS_MAGIC.len()] != HEADS_MAGIC {
+            return Err(Error::corrupt(path, "not a bundle of segment heads"));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
+            return Err(Error::corrupt(path, "checksum mismatch"));
+        }
+        let mut d = Dec::new(body, path);
+        d.take(HEADS_MAGIC.len())?;
+        let version = d.u32()?;
+        if version == 0 || version > HEADS_VERSION {
+            return Err(Error::corrupt(
+                path,
+                format!("version {version}, this reader reads 1 to {HEADS_VERSION}"),
+            ));
+        }
+        let n = d.u32()? as usize;
+        let mut heads = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let object = d.str()?;
+            let file_len = d.u64()?;
+            let len = usize::try_from(d.u64()?)
+                .map_err(|_| Error::corrupt(path, "a head longer than memory"))?;
+            let head = d.take(len)?.to_vec();
+            heads.push(BundledHead {
+                object,
+                file_len,
+                head,
+            });
+        }
+        let mut file_lengths = BTreeMap::new();
+        if version >= 2 {
+            for _ in 0..d.u32()? {
+                let file = d.str()?;
+                file_lengths.insert(file, d.u64()?);
+            }
+        }
+        if !d.done() {
+            return Err(Error::corrupt(path, "bytes after the last entry"));
+        }
+        Ok(HeadsBundle {
+            heads,
+            file_lengths,
+        })
     }
-    let mut d = Dec::new(body, path);
-    d.take(HEADS_MAGIC.len())?;
-    let version = d.u32()?;
-    if version != HEADS_VERSION {
-        return Err(Error::corrupt(
-            path,
-            format!("version {version}, this reader reads {HEADS_VERSION}"),
-        ));
-    }
-    let n = d.u32()? as usize;
-    let mut out = Vec::with_capacity(n.min(1 << 16));
-    for _ in 0..n {
-        let object = d.str()?;
-        let file_len = d.u64()?;
-        let len = usize::try_from(d.u64()?)
-            .map_err(|_| Error::corrupt(path, "a head longer than memory"))?;
-        let head = d.take(len)?.to_vec();
-        out.push(BundledHead {
-            object,
-            file_len,
-            head,
-        });
-    }
-    if !d.done() {
-        return Err(Error::corrupt(path, "bytes after the last head"));
-    }
-    Ok(out)
 }
 
 struct Seg {

@@ -1,7 +1,7 @@
 //! A published index read through byte ranges answers as the index itself does.
 
 use needle_index::published::{
-    bundle_heads, unbundle_heads, BundledHead, PublishedHead, PublishedIndex, HEAD_PREFIX_BYTES,
+    BundledHead, HeadsBundle, PublishedHead, PublishedIndex, HEAD_PREFIX_BYTES,
 };
 use needle_index::{seg_name, Config, Index, Options, Value};
 use std::path::Path;
@@ -125,8 +125,13 @@ fn a_bundle_of_heads_gives_back_the_heads_and_refuses_damage() {
         })
         .collect();
     assert_eq!(heads.len(), 3);
-    let bundle = bundle_heads(&heads);
-    assert_eq!(unbundle_heads(&bundle, "b").unwrap(), heads);
+    let lengths = [("part-0.parquet", 1234u64), ("sub/part 1.parquet", 1 << 40)];
+    let whole = HeadsBundle {
+        heads: heads.clone(),
+        file_lengths: lengths.iter().map(|(f, n)| (f.to_string(), *n)).collect(),
+    };
+    let bundle = whole.encode();
+    assert_eq!(HeadsBundle::decode(&bundle, "b").unwrap(), whole);
     // The heads it gives back make the same index as the segments' own.
     let from_bundle: Vec<PublishedHead> = heads
         .iter()
@@ -154,9 +159,30 @@ fn a_bundle_of_heads_gives_back_the_heads_and_refuses_damage() {
     for at in [0, 9, 20, bundle.len() / 2, bundle.len() - 1] {
         let mut damaged = bundle.clone();
         damaged[at] ^= 0x01;
-        assert!(unbundle_heads(&damaged, "b").is_err(), "byte {at} flipped");
+        assert!(
+            HeadsBundle::decode(&damaged, "b").is_err(),
+            "byte {at} flipped"
+        );
     }
-    assert!(unbundle_heads(&bundle[..bundle.len() - 5], "b").is_err());
-    assert!(unbundle_heads(b"{ \"format\": 1 }", "b").is_err());
-    assert_eq!(unbundle_heads(&bundle_heads(&[]), "b").unwrap(), vec![]);
+    assert!(HeadsBundle::decode(&bundle[..bundle.len() - 5], "b").is_err());
+    assert!(HeadsBundle::decode(b"{ \"format\": 1 }", "b").is_err());
+    let empty = HeadsBundle::default();
+    assert_eq!(HeadsBundle::decode(&empty.encode(), "b").unwrap(), empty);
+    // A bundle of version 1 (heads alone, as publishers before the table files' lengths wrote
+    // it) is read; a later version is refused.
+    let mut v1 = bundle[..8].to_vec();
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&bundle[12..bundle.len() - 4]);
+    let lengths_section = 4 + lengths.iter().map(|(f, _)| 4 + f.len() + 8).sum::<usize>();
+    v1.truncate(v1.len() - lengths_section);
+    let crc = crc32c::crc32c(&v1);
+    v1.extend_from_slice(&crc.to_le_bytes());
+    let read = HeadsBundle::decode(&v1, "b").unwrap();
+    assert_eq!((read.heads, read.file_lengths.len()), (heads, 0));
+    let mut v3 = bundle[..bundle.len() - 4].to_vec();
+    v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let crc = crc32c::crc32c(&v3);
+    v3.extend_from_slice(&crc.to_le_bytes());
+    let e = HeadsBundle::decode(&v3, "b").unwrap_err().to_string();
+    assert!(e.contains("version 3"), "{e}");
 }

@@ -1,6 +1,8 @@
 //! Delta Lake logs written by hand, commit by commit, for the tests of Delta tables.
 
-use std::path::Path;
+use needle_index::Value;
+use needle_lake::pq::FoundRow;
+use std::path::{Path, PathBuf};
 
 /// The data files under `table` (as `generate` writes them), relative to it: what the log names.
 pub fn data_files(table: &Path) -> Vec<String> {
@@ -172,4 +174,50 @@ pub fn protocol_with(feature: &str) -> String {
     format!(
         r#"{{"protocol":{{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["{feature}"],"writerFeatures":["{feature}"]}}}}"#
     )
+}
+
+/// Writes commit `version` of a table of `generate`'s files with row groups of 100 rows: it hides
+/// 40 rows of `file` (the first file written), in every row group, through an inline deletion
+/// vector. Returns the hidden rows' positions, sorted.
+pub fn hide_rows(table: &Path, version: u64, file: &str) -> Vec<u64> {
+    let hidden: Vec<u16> = (0..40).map(|i| i * 7 + 3).collect();
+    commit(
+        table,
+        version,
+        &[
+            protocol_with("deletionVectors"),
+            remove(file),
+            add_with_deletion_vector(file, &inline_deletion_vector(&hidden)),
+        ],
+    );
+    hidden.iter().map(|&p| p as u64).collect()
+}
+
+/// Values to probe in the table of [`hide_rows`]: the ids of the hidden rows (as `generate`
+/// writes its first file) and every `step`-th id, each with the rows a full scan of `files`
+/// finds, all of them and without those hidden in `file`.
+pub fn hidden_row_probes(
+    table: &Path,
+    files: &[PathBuf],
+    file: &str,
+    hidden: &[u64],
+    step: usize,
+) -> Vec<(i64, Vec<FoundRow>, Vec<FoundRow>)> {
+    let mut probes: Vec<i64> = hidden
+        .iter()
+        .map(|&p| ((p as i64 / 100) * 104_729 + (p as i64 % 100) * 31) % 5000)
+        .collect();
+    probes.extend((0..5000i64).step_by(step));
+    probes
+        .into_iter()
+        .map(|v| {
+            let all = super::full_scan_files(table, files, "id", &Value::Int(v));
+            let kept = all
+                .iter()
+                .filter(|r| !(r.file == file && hidden.contains(&r.row)))
+                .cloned()
+                .collect();
+            (v, all, kept)
+        })
+        .collect()
 }

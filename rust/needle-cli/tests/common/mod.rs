@@ -174,6 +174,37 @@ pub fn printed_rows(o: &std::process::Output) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// What a run of the command wrote on stderr.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `o`, after asserting that its run succeeded (its stderr in the message if not).
+pub fn succeeded(o: std::process::Output) -> std::process::Output {
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
+/// Asserts that the run `o` failed with a message holding every one of `words`.
+pub fn failed_saying(o: std::process::Output, words: &[&str]) {
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let e = stderr(&o);
+    assert!(words.iter().all(|w| e.contains(w)), "{words:?}: {e}");
+}
+
+/// Runs `needle` with the environment of the S3 server `server`.
+pub fn needle_on(server: &s3::S3Server, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_needle"))
+        .args(args)
+        .envs(server.env())
+        .output()
+        .unwrap()
+}
+
 pub fn needle(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_needle"))
         .args(args)

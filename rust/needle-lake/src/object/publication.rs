@@ -7,8 +7,8 @@ use crate::{Error, Key, Result};
 use bytes::Bytes;
 use futures::future::try_join_all;
 use needle_index::published::{
-    bundle_heads, unbundle_heads, BundledHead, Publication, PublishedHead, PublishedIndex,
-    PublishedSegment, HEAD_PREFIX_BYTES,
+    BundledHead, HeadsBundle, Publication, PublishedHead, PublishedIndex, PublishedSegment,
+    HEAD_PREFIX_BYTES,
 };
 use needle_index::{seg_name, Index, Options};
 use object_store::GetRange;
@@ -19,9 +19,15 @@ use std::path::Path;
 
 /// The object, inside an index's prefix, that names the segments of its current publication.
 pub const PUBLICATION: &str = "needle-publication.json";
-/// The object, beside [`PUBLICATION`], that bundles the heads of its segments, so that a reader
-/// has them in the round trip that reads the publication.
+/// The object, beside [`PUBLICATION`], that bundles the heads of its segments and the lengths of
+/// the table's files, so that a reader has them in the round trip that reads the publication;
+/// stored compressed (a Zstandard frame).
 pub const HEADS: &str = "needle-heads.bin";
+/// The first bytes of a Zstandard frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// Most bytes a compressed bundle may expand to (a damaged or foreign one is not inflated
+/// without bound).
+const BUNDLE_LIMIT: u64 = 256 << 20;
 /// The version of [`PUBLICATION`]'s content.
 const PUBLICATION_FORMAT: u32 = 1;
 
@@ -34,9 +40,8 @@ struct PublicationFile {
     buckets: u32,
     fingerprint_bits: u32,
     segments: Vec<SegmentEntry>,
-    /// The length of every file the index holds partitions of, as listed when it was indexed,
-    /// so a lookup reads a candidate's footer without asking its length first; absent from a
-    /// publication made before it was recorded.
+    /// The length of every file the index holds partitions of: recorded here by publishers
+    /// before the bundle of heads held them ([`HEADS`]), read when the bundle does not.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     file_lengths: BTreeMap<String, u64>,
     /// For the index of a Delta table, the table version it covers (`needle index-delta`);
@@ -70,9 +75,9 @@ pub struct PublishReport {
 }
 
 /// Uploads the index in local directory `index_dir` (built by `index-parquet`) to `to`: its
-/// segments, the bundle of their heads ([`HEADS`]), then the publication, which records the
-/// `lengths` of the files the index holds partitions of (those it has) and, for a Delta table,
-/// the `delta_version` the index covers; then deletes the objects of earlier publications
+/// segments, the bundle of their heads and of the `lengths` of the files the index holds
+/// partitions of (those it has) ([`HEADS`]), then the publication, which records, for a Delta
+/// table, the `delta_version` the index covers; then deletes the objects of earlier publications
 /// there. A reader of an earlier publication that reads a deleted segment gets an error, never
 /// a wrong answer; reading again finds the new one.
 pub fn publish(
@@ -136,13 +141,20 @@ pub fn publish(
         buckets: publication.buckets,
         fingerprint_bits: publication.fingerprint_bits,
         segments: entries,
-        file_lengths,
+        file_lengths: BTreeMap::new(),
         delta_version,
     };
     let json = serde_json::to_vec_pretty(&file).expect("a publication serializes");
     // The heads first: a reader that finds the new publication finds its heads too (one that
     // finds the old publication beside the new heads sees that they differ, and reads its own).
-    to.round_trip(to.put(HEADS, Bytes::from(bundle_heads(&heads))))?;
+    let bundle = HeadsBundle {
+        heads,
+        file_lengths,
+    }
+    .encode();
+    let compressed = zstd::bulk::compress(&bundle, 3)
+        .map_err(|e| Error::Other(format!("cannot compress {}: {e}", to.url_of(HEADS))))?;
+    to.round_trip(to.put(HEADS, Bytes::from(compressed)))?;
     to.round_trip(to.put(PUBLICATION, Bytes::from(json)))?;
     let keep: HashSet<&str> = file.segments.iter().map(|e| e.object.as_str()).collect();
     let stale: Vec<String> = to
@@ -197,14 +209,17 @@ impl RemoteIndex {
         let objects: Vec<String> = file.segments.iter().map(|e| e.object.clone()).collect();
         // The bundle if it is this publication's (a damaged or foreign one is not used: the
         // segments' own heads are the truth), else each segment's own head.
-        let heads = match bundle.ok().flatten() {
+        let bundle = match bundle.ok().flatten() {
             Some(b) => bundled(&b, &objects, &location.url_of(HEADS)),
             None => None,
         };
-        let heads = match heads {
-            Some(h) => h,
-            None => read_heads(location, &file)?,
+        let (heads, mut file_lengths) = match bundle {
+            Some(b) => b,
+            None => (read_heads(location, &file)?, BTreeMap::new()),
         };
+        if file_lengths.is_empty() {
+            file_lengths = file.file_lengths.clone();
+        }
         let publication = Publication {
             buckets: file.buckets,
             fingerprint_bits: file.fingerprint_bits,
@@ -225,7 +240,7 @@ impl RemoteIndex {
             meta,
             objects,
             index,
-            file_lengths: file.file_lengths,
+            file_lengths,
             delta_version: file.delta_version,
         })
     }
@@ -265,16 +280,43 @@ impl RemoteIndex {
     }
 }
 
-/// The heads of `objects` from a bundle, if it parses and bundles exactly those objects, in order.
-fn bundled(bytes: &[u8], objects: &[String], name: &str) -> Option<Vec<PublishedHead>> {
-    let heads = unbundle_heads(bytes, name).ok()?;
+/// The heads of `objects` and the table files' lengths from a bundle (compressed, or not as
+/// publishers before compression wrote it), if it parses and bundles exactly those objects, in
+/// order.
+fn bundled(
+    bytes: &[u8],
+    objects: &[String],
+    name: &str,
+) -> Option<(Vec<PublishedHead>, BTreeMap<String, u64>)> {
+    let inflated;
+    let bytes = if bytes.starts_with(&ZSTD_MAGIC) {
+        inflated = inflate(bytes)?;
+        &inflated[..]
+    } else {
+        bytes
+    };
+    let bundle = HeadsBundle::decode(bytes, name).ok()?;
+    let heads = &bundle.heads;
     if heads.len() != objects.len() || heads.iter().zip(objects).any(|(h, o)| &h.object != o) {
         return None;
     }
-    heads
+    let parsed = heads
         .iter()
         .map(|h| PublishedHead::parse(&h.head, h.file_len, name).ok()?.ok())
-        .collect()
+        .collect::<Option<Vec<_>>>()?;
+    Some((parsed, bundle.file_lengths))
+}
+
+/// A Zstandard frame, decompressed, if it is one and expands to at most [`BUNDLE_LIMIT`] bytes.
+fn inflate(frame: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    zstd::stream::read::Decoder::new(frame)
+        .ok()?
+        .take(BUNDLE_LIMIT + 1)
+        .read_to_end(&mut out)
+        .ok()?;
+    (out.len() as u64 <= BUNDLE_LIMIT).then_some(out)
 }
 
 /// The head of every segment of `file`, read from the start of each segment's object.
