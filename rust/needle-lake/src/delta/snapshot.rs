@@ -304,7 +304,11 @@ impl DeltaSnapshot {
             // The files' lengths from the log: each candidate read in one or two round trips,
             // all of them at once (a missing one is looked for only if the read fails).
             Storage::Remote { location, .. } => {
-                let sizes = self.sizes.iter().map(|(f, n)| (f.clone(), *n));
+                // The candidates' lengths only, not a copy of every live file's.
+                let sizes = candidates.iter().filter_map(|id| {
+                    let file = pq::split_id(id).0;
+                    Some((file.to_string(), *self.sizes.get(file)?))
+                });
                 let files = RemoteFiles::new(location.clone()).knowing(sizes);
                 files
                     .prefetch(&candidates)

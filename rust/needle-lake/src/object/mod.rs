@@ -13,7 +13,7 @@
 //! trips to the index (the publication and [`HEADS`], the bundle of its segments' heads; two
 //! bucket rows of every segment), each of requests sent in parallel, and then, if there are
 //! candidates, one or two to their files (a file of at most [`WHOLE_FILE_BYTES`] whole, at the
-//! length the publication recorded; a larger one's footer, then the row groups that may hold the
+//! length the index recorded; a larger one's footer, then the row groups that may hold the
 //! value).
 //!
 //! `location` is where objects are and how requests are counted, `files` the Parquet files
@@ -26,7 +26,6 @@ mod location;
 mod publication;
 
 pub use delta::index_delta;
-
 pub use files::{RemoteFile, RemoteFiles, WHOLE_FILE_BYTES};
 pub use location::{Location, Requests};
 pub use publication::{publish, PublishReport, RemoteIndex, HEADS, PUBLICATION};
@@ -133,7 +132,7 @@ pub fn lookup(
     let result = if ix.delta_version().is_some() {
         delta::read_version(table, &ix, version, &v, candidates)?
     } else {
-        // The candidates' lengths only: the publication has every file's.
+        // The candidates' lengths only: the index has every file's.
         let lengths = ix.file_lengths();
         let files = RemoteFiles::new(table.clone()).knowing(candidates.iter().filter_map(|id| {
             let (rel, _) = pq::split_id(id);

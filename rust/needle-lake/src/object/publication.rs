@@ -250,8 +250,8 @@ impl RemoteIndex {
         &self.meta
     }
 
-    /// The lengths of the table's files the publication recorded (empty for one made before
-    /// they were recorded).
+    /// The lengths of the table's files the index recorded, in its bundle of heads (or in the
+    /// publication, from an earlier publisher); empty if neither did.
     pub fn file_lengths(&self) -> &BTreeMap<String, u64> {
         &self.file_lengths
     }
