@@ -166,9 +166,16 @@ def cargo_version(package: str) -> str:
 def merge_into(path: Path, summary: dict, section: str = "datafusion") -> None:
     """Puts the DataFusion rows into the data-lake benchmark's summary, beside DuckDB's, as
     ``section`` (which their targets name as their benchmark)."""
+    rows = {k: summary[k] for k in ("config", "registration_ms", "medians", "ratios")}
+    merge_section(path, section, rows, summary["targets"])
+
+
+def merge_section(path: Path, section: str, rows: dict, targets: list[dict]) -> None:
+    """Replaces benchmark ``section`` of the data-lake summary at ``path``: its rows, and its
+    targets (those naming it as their benchmark), then counts the targets met again."""
     whole = json.loads(path.read_text())
-    whole[section] = {k: summary[k] for k in ("config", "registration_ms", "medians", "ratios")}
-    whole["targets"] = [t for t in whole["targets"] if t.get("benchmark") != section] + summary["targets"]
+    whole[section] = rows
+    whole["targets"] = [t for t in whole["targets"] if t.get("benchmark") != section] + targets
     whole["targets_met"] = sum(t["met"] for t in whole["targets"])
     whole["targets_checked"] = len(whole["targets"])
     path.write_text(json.dumps(whole, indent=1) + "\n")

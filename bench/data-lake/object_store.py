@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 import duckdb
-from datafusion import merge_into
+from datafusion import merge_into, merge_section
 from datafusion import summarize as summarize_datafusion
 from latency_proxy import LatencyProxy
 from tables import key_of, log, timed, write_files
@@ -289,7 +289,6 @@ def carry_datafusion_over(path: Path, summary: dict) -> None:
 def merge_needle_into(path: Path, summary: dict) -> None:
     """Puts Needle's targets against DuckDB on the object store into the data-lake benchmark's
     summary, beside the local ones, as the benchmark "object-store"."""
-    whole = json.loads(path.read_text())
     largest = max(summary["config"]["files"])
     delay = summary["config"]["delay_ms_per_request"]
     targets = []
@@ -316,11 +315,7 @@ def merge_needle_into(path: Path, summary: dict) -> None:
             "met": trips["met"],
         }
     )
-    whole["object-store"] = {k: summary[k] for k in ("config", "medians")}
-    whole["targets"] = [t for t in whole["targets"] if t.get("benchmark") != "object-store"] + targets
-    whole["targets_met"] = sum(t["met"] for t in whole["targets"])
-    whole["targets_checked"] = len(whole["targets"])
-    path.write_text(json.dumps(whole, indent=1) + "\n")
+    merge_section(path, "object-store", {k: summary[k] for k in ("config", "medians")}, targets)
 
 
 def datafusion_raw(args, files: int) -> Path:
