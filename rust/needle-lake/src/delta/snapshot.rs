@@ -87,14 +87,10 @@ impl DeltaSnapshot {
 
     /// [`DeltaSnapshot::load`] for a table on object storage (`s3://bucket/table`): the log and
     /// the deletion vectors are read through the same store and credentials as the files.
+    ///
+    /// Whether the prefix is a Delta table at all is asked only when the log cannot be read (a
+    /// listing of `_delta_log/`), not in every lookup: the kernel lists the log anyway.
     pub fn load_from_store(table: &Location, version: Option<u64>) -> Result<DeltaSnapshot> {
-        let log = table.child("_delta_log")?;
-        if !log.exists_below()? {
-            return Err(Error::Other(format!(
-                "{table:?} is not a Delta table (no objects below {})",
-                table.url_of("_delta_log/")
-            )));
-        }
         let text = format!("{table:?}/");
         let url =
             Url::parse(&text).map_err(|e| Error::Other(format!("{text} is not a URL: {e}")))?;
@@ -103,7 +99,14 @@ impl DeltaSnapshot {
             location: table.clone(),
             engine,
         };
-        Self::load_from(&PathBuf::from(format!("{table:?}")), url, storage, version)
+        let loaded = Self::load_from(&PathBuf::from(format!("{table:?}")), url, storage, version);
+        match loaded {
+            Err(_) if !table.child("_delta_log")?.exists_below()? => Err(Error::Other(format!(
+                "{table:?} is not a Delta table (no objects below {})",
+                table.url_of("_delta_log/")
+            ))),
+            loaded => loaded,
+        }
     }
 
     fn load_from(
