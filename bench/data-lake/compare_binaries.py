@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from latency_proxy import LatencyProxy
-from object_store import REQUESTS, needle_env, start_server
+from object_store import needle_env, needle_lookup, start_server
 from tables import key_of, timed
 
 
@@ -50,16 +50,14 @@ def main() -> None:
             keys = (("present", key_of(rng.randrange(total))), ("absent", key_of(total + rng.randrange(10**9))))
             for kind, key in keys:
                 for name in ("a", "b") if q % 2 == 0 else ("b", "a"):
-                    cmd = [str(builds[name]), "lookup", table, "--index", f"{table}-index-{name}", "--value", str(key)]
-                    ms, out = timed(
-                        lambda cmd=cmd: subprocess.run(
-                            cmd, env=needle_env(proxy.port), capture_output=True, text=True, check=True
+                    index = f"{table}-index-{name}"
+                    ms, (_, counts) = timed(
+                        lambda name=name, key=key, index=index: needle_lookup(
+                            builds[name], proxy.port, table, key, index
                         )
                     )
-                    m = REQUESTS.search(out.stderr)
-                    assert m, out.stderr
-                    trips = int(m.group(2)) + int(m.group(5))
-                    results.setdefault((name, kind), []).append((ms, int(m.group(3)), trips))
+                    trips = counts["index_round_trips"] + counts["file_round_trips"]
+                    results.setdefault((name, kind), []).append((ms, counts["index_bytes"], trips))
         for (name, kind), rs in sorted(results.items()):
             print(
                 f"{name} {kind}: median {statistics.median(r[0] for r in rs):.1f} ms, "

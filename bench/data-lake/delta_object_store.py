@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from latency_proxy import LatencyProxy
-from object_store import REQUESTS, ROOT, needle_env, start_server
+from object_store import ROOT, needle_env, needle_lookup, start_server
 from tables import key_of, log, timed
 
 
@@ -66,21 +66,6 @@ def make_delta_table(folder: Path, table: Path) -> int:
     return len(files)
 
 
-def lookup(port: int, table: str, key: int) -> tuple[float, dict[str, int]]:
-    ms, out = timed(
-        lambda: subprocess.run(
-            [str(ROOT / "rust/target/release/needle"), "lookup", table, "--value", str(key)],
-            env=needle_env(port), capture_output=True, text=True, check=True,
-        )
-    )  # fmt: skip
-    m = REQUESTS.search(out.stderr)
-    assert m, out.stderr
-    names = ("index_requests", "index_round_trips", "index_bytes", "file_requests", "file_round_trips")
-    counts = dict(zip(names, map(int, m.groups()), strict=True))
-    counts["rows"] = len(out.stdout.splitlines())
-    return ms, counts
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=int, default=10, help="keys per kind (present, absent)")
@@ -91,6 +76,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench/results/data-lake-object-store/delta.json")
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
+    binary = ROOT / "rust/target/release/needle"
     root = args.data / "s3-root"
     folder, delta = f"s3://bench/t{args.files}", f"s3://bench/d{args.files}"
     n = make_delta_table(root / "bench" / f"t{args.files}", root / "bench" / f"d{args.files}")
@@ -100,7 +86,7 @@ def main() -> None:
         log(f"indexing {delta} ({n} files)")
         ms, out = timed(
             lambda: subprocess.run(
-                [str(ROOT / "rust/target/release/needle"), "index-delta", delta, "--column", "key"],
+                [str(binary), "index-delta", delta, "--column", "key"],
                 env=needle_env(port), capture_output=True, text=True, check=True,
             )
         )  # fmt: skip
@@ -115,9 +101,12 @@ def main() -> None:
                 answers = {}
                 order = [("folder", folder), ("delta", delta)]
                 for name, table in order if q % 2 == 0 else order[::-1]:
-                    ms, counts = lookup(proxy.port, table, key)
-                    answers[name] = counts["rows"]
-                    rows.append({"kind": kind, "query": q, "table": name, "ms": round(ms, 2)} | counts)
+                    ms, (found, counts) = timed(
+                        lambda table=table, key=key: needle_lookup(binary, proxy.port, table, key)
+                    )
+                    answers[name] = found
+                    row = {"kind": kind, "query": q, "table": name, "ms": round(ms, 2)}
+                    rows.append(row | counts | {"rows": found})
                 if answers["folder"] != answers["delta"] or (answers["delta"] > 0) != (kind == "present"):
                     sys.exit(f"answers differ for key {key} ({kind}): {answers}")
             log(f"query {q + 1} of {args.queries}")

@@ -123,10 +123,13 @@ def needle_env(port: int) -> dict[str, str]:
     )
 
 
-def needle_lookup(binary: Path, port: int, table: str, key: int) -> tuple[int, dict[str, int]]:
-    out = subprocess.run(
-        [str(binary), "lookup", table, "--value", str(key)], env=needle_env(port), capture_output=True, text=True
-    )
+def needle_lookup(
+    binary: Path, port: int, table: str, key: int, index: str | None = None
+) -> tuple[int, dict[str, int]]:
+    """The rows ``needle lookup`` found for ``key`` in ``table`` (through the index ``index``, or
+    the table's own), and the requests it reported."""
+    cmd = [str(binary), "lookup", table, "--value", str(key)] + (["--index", index] if index else [])
+    out = subprocess.run(cmd, env=needle_env(port), capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"needle lookup {table} {key} failed: {out.stderr.strip()}")
     m = REQUESTS.search(out.stderr)
