@@ -79,8 +79,16 @@ test-java:
 # package's; ruff checks the style and mypy the Python package's types against the stub of its
 # native module (both pinned in requirements-lint.txt, installed once into a private virtualenv).
 LINT_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-lint
+PY_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-python
+# Each virtualenv is made again only when its requirements file's content changes: its stamp is
+# named after the content's hash (a file's time would make every fresh clone look newer than the
+# virtualenv in the cache).
+requirements-hash = $(shell sha256sum $(1) | cut -c1-16)
+PY_STAMP := $(PY_VENV)/installed-$(call requirements-hash,python/requirements-test.txt)
+LINT_STAMP := $(LINT_VENV)/installed-$(call requirements-hash,requirements-lint.txt)
+
 LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake bench/jvm-filters bench/partition-index python
-lint-python: $(LINT_VENV)/requirements-lint.txt
+lint-python: $(LINT_STAMP)
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
 	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(LINT_VENV)/bin/mypy --config-file python/pyproject.toml python/needle
@@ -100,21 +108,20 @@ test-python-package: lint-python
 
 # The Python package (python/, built from source by pip through maturin) in a private virtualenv
 # with its pinned test dependencies: `pip install ./python` is what a user runs.
-PY_VENV := $(or $(NEEDLE_CACHE),$(HOME)/.cache/needle)/venv-python
-python-package: $(PY_VENV)/requirements-test.txt
+python-package: $(PY_STAMP)
 	PATH="$(PY_VENV)/bin:$$PATH" MATURIN_PEP517_ARGS="$(MATURIN_ARGS)" $(PY_VENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation ./python
 
-$(PY_VENV)/requirements-test.txt: python/requirements-test.txt
+$(PY_STAMP):
 	rm -rf $(PY_VENV)
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements-test.txt
-	cp python/requirements-test.txt $@
+	touch $@
 
-$(LINT_VENV)/requirements-lint.txt: requirements-lint.txt
+$(LINT_STAMP):
 	rm -rf $(LINT_VENV)
 	$(PYTHON) -m venv $(LINT_VENV)
 	$(LINT_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-lint.txt
-	cp requirements-lint.txt $@
+	touch $@
 
 # The S3-compatible server the object-storage tests and benchmarks start: s3s-fs (Apache-2.0),
 # built from crates.io once per machine into the cache the Python environments use. The tests use
