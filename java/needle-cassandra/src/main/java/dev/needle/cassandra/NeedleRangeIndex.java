@@ -1,6 +1,6 @@
 package dev.needle.cassandra;
 
-import dev.needle.cassandra.range.KeyFetch;
+import dev.needle.cassandra.range.KeyList;
 import dev.needle.cassandra.range.RangeIndex;
 import dev.needle.cassandra.range.RangeIndexes;
 import java.nio.ByteBuffer;
@@ -93,7 +93,7 @@ public final class NeedleRangeIndex extends CustomIndexBase {
 
     @Override
     public void register(IndexRegistry registry) {
-        registry.registerIndex(this, groupKey, () -> new KeyFetch.IndexGroup(this));
+        registry.registerIndex(this, groupKey, () -> new KeyList.IndexGroup(this));
         RangeIndexes.register(baseCfs.metadata(), column, getIndexMetadata());
     }
 
@@ -147,7 +147,7 @@ public final class NeedleRangeIndex extends CustomIndexBase {
      */
     @Override
     public boolean supportsExpression(ColumnMetadata c, Operator operator) {
-        if (KeyFetch.isExpressionColumn(c, baseCfs.metadata(), getIndexMetadata())) {
+        if (KeyList.isExpressionColumn(c, baseCfs.metadata(), getIndexMetadata())) {
             return operator == Operator.EQ;
         }
         return column.equals(c)
@@ -191,9 +191,9 @@ public final class NeedleRangeIndex extends CustomIndexBase {
             @Override
             public UnfilteredPartitionIterator search(ReadExecutionController controller) {
                 if (command instanceof PartitionRangeReadCommand range) {
-                    ByteBuffer keys = KeyFetch.keysOf(range.rowFilter(), getIndexMetadata());
+                    ByteBuffer keys = KeyList.keysOf(range.rowFilter(), getIndexMetadata());
                     return keys != null
-                            ? KeyFetch.replicaRows(baseCfs, range, keys, controller)
+                            ? KeyList.replicaRows(baseCfs, range, keys, controller)
                             : range.queryStorage(baseCfs, controller);
                 }
                 SinglePartitionReadCommand single = (SinglePartitionReadCommand) command;

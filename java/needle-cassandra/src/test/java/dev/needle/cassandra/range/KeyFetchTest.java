@@ -35,7 +35,7 @@ class KeyFetchTest {
                 keys.add(
                         new KeyFetch.Key(bytes(r, 1 + r.nextInt(40)), bytes(r, r.nextInt(3) == 0 ? 0 : r.nextInt(30))));
             }
-            assertEquals(keys, KeyFetch.decode(KeyFetch.encode(keys)));
+            assertEquals(keys, KeyList.decode(KeyList.encode(keys)));
         }
     }
 
@@ -75,8 +75,8 @@ class KeyFetchTest {
 
     @Test
     void aValueOfAnotherKindIsRefused() {
-        assertThrows(IllegalArgumentException.class, () -> KeyFetch.decode(ByteBuffer.wrap(new byte[] {1, 2, 3})));
-        assertThrows(IllegalArgumentException.class, () -> KeyFetch.decode(ByteBuffer.allocate(0)));
+        assertThrows(IllegalArgumentException.class, () -> KeyList.decode(ByteBuffer.wrap(new byte[] {1, 2, 3})));
+        assertThrows(IllegalArgumentException.class, () -> KeyList.decode(ByteBuffer.allocate(0)));
     }
 
     @Test
@@ -88,17 +88,17 @@ class KeyFetchTest {
             int ck = i % 501 == 0 ? 30_000 : r.nextInt(100);
             keys.add(new KeyFetch.Key(bytes(r, pk), bytes(r, ck)));
         }
-        KeyFetch.Lists lists = KeyFetch.lists(keys);
+        KeyList.Lists lists = KeyList.lists(keys);
         List<KeyFetch.Key> again = new ArrayList<>(lists.alone());
         for (List<KeyFetch.Key> list : lists.expressions()) {
-            assertTrue(KeyFetch.encode(list).remaining() <= KeyFetch.MAX_EXPRESSION_BYTES);
+            assertTrue(KeyList.encode(list).remaining() <= KeyList.MAX_EXPRESSION_BYTES);
             again.addAll(list);
         }
         assertTrue(lists.expressions().size() > 1);
         assertEquals(keys.size(), again.size());
         assertTrue(again.containsAll(keys));
         for (KeyFetch.Key k : lists.alone()) {
-            assertTrue(k.encodedSize() + 4 > KeyFetch.MAX_EXPRESSION_BYTES);
+            assertTrue(k.encodedSize() + 4 > KeyList.MAX_EXPRESSION_BYTES);
         }
     }
 }
