@@ -7,6 +7,7 @@
 //! alone), with the version it covers in [`VERSION_FILE`]; its partitions are the table's data
 //! files (or their row groups), by their path relative to the table.
 
+mod load_errors;
 mod snapshot;
 
 pub use snapshot::{DeltaSnapshot, PartitionValues};

@@ -2,6 +2,7 @@
 //! files, partition values, schema and deletion vectors, and the rows of its candidate files;
 //! on a local file system or on object storage.
 
+use super::load_errors::{explain_load_error, with_bad_json};
 use crate::object::{Location, RemoteFiles};
 use crate::pq::{self, LookupResult, ParquetMeta};
 use crate::{Error, Key, Result, TimeUnit, ValueType};
@@ -382,64 +383,4 @@ fn relative_path(root: &Path, url: &Url, log_path: &str) -> Result<String> {
                 "the data file path {log_path:?} is not UTF-8 once decoded"
             ))
         })
-}
-
-/// The kernel's error for a snapshot that could not be built, with what a user needs first:
-/// a version past the latest ([`Error::NoSuchVersion`]), or one whose log was cleaned up
-/// ([`Error::VersionGone`]).
-fn explain_load_error(
-    root: &Path,
-    url: &Url,
-    engine: &dyn Engine,
-    version: Option<u64>,
-    e: delta_kernel::KernelError,
-) -> Error {
-    let table = root.display();
-    let Some(v) = version else {
-        return with_bad_json(root, format!("cannot read {table}: {e}")).into();
-    };
-    match Snapshot::builder_for(url.as_str()).build(engine) {
-        Ok(latest) if v > latest.version() => Error::NoSuchVersion {
-            table: root.to_path_buf(),
-            version: v,
-            latest: latest.version(),
-        },
-        Ok(_) => Error::VersionGone {
-            table: root.to_path_buf(),
-            version: v,
-            detail: e.to_string(),
-        },
-        Err(_) => with_bad_json(root, format!("cannot read version {v} of {table}: {e}")).into(),
-    }
-}
-
-/// `message`, followed by the first line of a commit in `_delta_log` that is not JSON, if
-/// there is one: the kernel's JSON errors do not name the file.
-fn with_bad_json(root: &Path, message: String) -> String {
-    let log = root.join("_delta_log");
-    let Ok(entries) = std::fs::read_dir(&log) else {
-        return message;
-    };
-    let mut commits: Vec<PathBuf> = entries
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    commits.sort();
-    for path in commits {
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        for (n, line) in text.lines().enumerate() {
-            if let Err(e) = serde_json::from_str::<serde_json::Value>(line) {
-                if !line.trim().is_empty() {
-                    return format!(
-                        "{message} ({} line {}: not JSON: {e})",
-                        path.display(),
-                        n + 1
-                    );
-                }
-            }
-        }
-    }
-    message
 }
