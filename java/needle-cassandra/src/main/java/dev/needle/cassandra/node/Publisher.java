@@ -30,6 +30,11 @@ import org.slf4j.LoggerFactory;
  * ({@link RingView}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
  * changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
  * owners for one.
+ *
+ * <p>Longer than 400 lines because the round is one thread's: the changes, heartbeats, epochs and
+ * snapshots it sends share that thread's state (the round's beats, the owners' published sets and
+ * what each receiver was last sent) without a lock; what holds state of its own ({@link
+ * OwnerTable}, {@link OwnerFilter}, {@link RingView}, {@link SyncKeyspace}) is in files of its own.
  */
 final class Publisher {
     private static final Logger logger = LoggerFactory.getLogger(Publisher.class);
