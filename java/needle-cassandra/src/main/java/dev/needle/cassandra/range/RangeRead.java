@@ -40,13 +40,9 @@ import org.apache.cassandra.transport.messages.ResultMessage;
  * not a snapshot. Rows that do not change while it runs are returned exactly once.
  */
 public final class RangeRead {
-    /** Entries whose rows are fetched together (one key list). */
-    static final int FETCH_BATCH = 256;
-
     /**
      * Batches whose rows are read ahead, on {@link RangeThreads}, while one batch's are read: the
-     * 1,000 rows of a short range at 1 M rows (four batches) are read at once, where one batch
-     * read ahead took two steps.
+     * 1,000 rows of a short range at 1 M rows (two batches, 256 and the rest) are read at once.
      */
     static final int FETCH_AHEAD = 3;
 
@@ -217,7 +213,8 @@ public final class RangeRead {
         // others read ahead on the pool while it is (rows of a batch the page does not take are
         // dropped).
         ArrayDeque<Pending> pending = new ArrayDeque<>();
-        pending.add(new Pending(nextBatch(cursor), null));
+        EntryBatches batches = new EntryBatches(cursor);
+        pending.add(new Pending(batches.next(want), null));
         try {
             while (emitted < want) {
                 Pending current = pending.poll();
@@ -227,7 +224,7 @@ public final class RangeRead {
                     break;
                 }
                 entries += batch.size();
-                readAhead(index, cursor, cl, nowInSec, t, pending, emitted + batch.size(), want);
+                readAhead(index, batches, cl, nowInSec, t, pending, emitted + batch.size(), want);
                 Map<KeyFetch.Key, Fetched> rows =
                         current.rows == null ? fetch(index, batch, cl, nowInSec, t) : current.rows.get();
                 List<EntryCursor.Position> superseded = new ArrayList<>();
@@ -253,7 +250,7 @@ public final class RangeRead {
                     return null;
                 }
                 if (pending.isEmpty()) {
-                    pending.add(new Pending(nextBatch(cursor), null));
+                    pending.add(new Pending(batches.next(want - emitted), null));
                 }
             }
         } finally {
@@ -282,7 +279,7 @@ public final class RangeRead {
      */
     private static void readAhead(
             RangeIndex index,
-            EntryCursor cursor,
+            EntryBatches batches,
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t,
@@ -296,7 +293,7 @@ public final class RangeRead {
             inHand += p.entries.size();
         }
         while (pending.size() < FETCH_AHEAD && inHand < want) {
-            List<EntryCursor.Position> next = nextBatch(cursor);
+            List<EntryCursor.Position> next = batches.next(want - inHand);
             if (next.isEmpty()) {
                 pending.add(new Pending(next, null)); // the cursor's end
                 return;
@@ -304,16 +301,6 @@ public final class RangeRead {
             pending.add(new Pending(next, RangeThreads.ahead(() -> fetch(index, next, cl, nowInSec, t))));
             inHand += next.size();
         }
-    }
-
-    /** The next {@link #FETCH_BATCH} entries of {@code cursor} (fewer at its end; none past it). */
-    private static List<EntryCursor.Position> nextBatch(EntryCursor cursor) {
-        List<EntryCursor.Position> batch = new ArrayList<>(FETCH_BATCH);
-        EntryCursor.Position p;
-        while (batch.size() < FETCH_BATCH && (p = cursor.next()) != null) {
-            batch.add(p);
-        }
-        return batch;
     }
 
     private static boolean matches(RangeIndex index, RowFilter filter, Fetched f, EntryCursor.Position e, long now) {
