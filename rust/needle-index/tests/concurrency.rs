@@ -128,7 +128,7 @@ fn snapshots_follow_a_writer_without_blocking_it() {
                         "partition p{p} missing from a snapshot"
                     );
                 }
-                snapshots.fetch_add(1, Ordering::Relaxed);
+                snapshots.fetch_add(1, Ordering::SeqCst);
             }
         });
         for p in 0..400usize {
@@ -139,6 +139,15 @@ fn snapshots_follow_a_writer_without_blocking_it() {
             done.store(p + 1, Ordering::SeqCst);
             if p % 20 == 19 {
                 ix.flush().unwrap();
+                // The reader may be slower than the writer on a busy machine: let it finish a
+                // snapshot before writing on, so that at least 20 of them overlap the writes.
+                let seen = snapshots.load(Ordering::SeqCst);
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while snapshots.load(Ordering::SeqCst) == seen
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
             }
             if p % 100 == 99 {
                 ix.merge().unwrap();
