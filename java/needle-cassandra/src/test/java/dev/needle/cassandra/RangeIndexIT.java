@@ -187,6 +187,8 @@ class RangeIndexIT {
         int ops = Integer.getInteger("needle.range.ops", 10_000);
         SplittableRandom r = new SplittableRandom(seed);
         Model model = new Model();
+        List<Long> deleted = new ArrayList<>(); // rows deleted and not written since
+        Map<Long, Double> deletedK = new HashMap<>(); // their values when deleted
         int compared = 0;
         Map<String, Integer> clientPlans = new TreeMap<>(); // strategies of the client-planned answers
         int maintenance = 0;
@@ -234,7 +236,18 @@ class RangeIndexIT {
                     continue;
                 }
                 int dice = r.nextInt(80);
-                if (dice < 35 || model.isEmpty()) {
+                if ((dice < 35 || model.isEmpty()) && !deleted.isEmpty() && r.nextInt(5) == 0) {
+                    // a deleted row written again, half the time at the value it had: the entry
+                    // a read removed for the deletion must not hide it
+                    int i = r.nextInt(deleted.size());
+                    long id = deleted.get(i);
+                    deleted.set(i, deleted.get(deleted.size() - 1));
+                    deleted.remove(deleted.size() - 1);
+                    double old = deletedK.remove(id);
+                    double k = r.nextBoolean() && !Double.isNaN(old) ? old : r.nextDouble();
+                    writes.submit(s, quorum(insert.bind(id, k, "r" + op)), id);
+                    model.put(id, new Value(k, "r" + op));
+                } else if (dice < 35 || model.isEmpty()) {
                     double k = r.nextDouble();
                     writes.submit(s, quorum(insert.bind(nextId, k, "i" + op)), nextId);
                     model.put(nextId++, new Value(k, "i" + op));
@@ -250,6 +263,8 @@ class RangeIndexIT {
                 } else if (dice < 72) {
                     long id = model.pick(r);
                     writes.submit(s, quorum(delete.bind(id)), id);
+                    deleted.add(id);
+                    deletedK.put(id, model.get(id).k());
                     model.remove(id);
                 } else if (dice < 75) {
                     long id = model.pick(r);
@@ -305,6 +320,10 @@ class RangeIndexIT {
         assertTrue(index.getInt("leaves") > 4, "leaves " + index.getInt("leaves"));
         // a quarter of the writes move a row to another value; the reads that met its old entry removed it
         assertTrue(index.getLong("stale_entries_removed") > 0, "superseded entries removed by reads");
+        // a tenth of the writes delete a row; node 1 replicates every row and holds the proofs
+        System.out.println("RangeIndexIT: node 1's reads removed " + index.getLong("stale_entries_removed")
+                + " superseded entries and " + index.getLong("deleted_entries_removed") + " of deleted rows");
+        assertTrue(index.getLong("deleted_entries_removed") > 0, "deleted rows' entries removed by reads");
         List<Row> plans = s.execute("SELECT * FROM needle_views.range_plans WHERE keyspace_name = 'ri'")
                 .all();
         assertEquals(64, plans.size(), "the last 64 plans are kept");

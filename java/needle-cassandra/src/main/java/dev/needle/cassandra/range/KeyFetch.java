@@ -1,6 +1,6 @@
 package dev.needle.cassandra.range;
 
-import java.nio.ByteBuffer;
+import dev.needle.cassandra.range.KeyList.Key;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -74,13 +74,6 @@ public final class KeyFetch {
     private static final Map<String, Spans> SPANS = new ConcurrentHashMap<>();
 
     private KeyFetch() {}
-
-    /** A row's primary key as the index holds it: the partition key and the serialized clustering. */
-    record Key(ByteBuffer pk, ByteBuffer ck) {
-        int encodedSize() {
-            return 4 + pk.remaining() + ck.remaining();
-        }
-    }
 
     /**
      * Reads the rows of {@code keys} at {@code cl}, handing each to {@code out}, in as few range

@@ -1,6 +1,5 @@
 package dev.needle.cassandra.range;
 
-import dev.needle.cassandra.range.KeyFetch.Key;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,9 +33,16 @@ import org.apache.cassandra.utils.ByteBufferUtil;
  * A list of primary keys carried by a custom expression of the ordered index, and what each node
  * does with one: its encoding, the query plan Cassandra gives a read that carries one, and a
  * replica's part, the rows of the listed keys that it holds ({@link #replicaRows}). The
- * coordinator's side, which sends the lists, is {@link KeyFetch}.
+ * coordinator's side, which sends the lists, is {@code KeyFetch}.
  */
 public final class KeyList {
+    /** A row's primary key as the index holds it: the partition key and the serialized clustering. */
+    record Key(ByteBuffer pk, ByteBuffer ck) {
+        int encodedSize() {
+            return 4 + pk.remaining() + ck.remaining();
+        }
+    }
+
     /** The expression's first bytes: tells a key list from any other value. */
     private static final byte[] MAGIC = {'N', 'K', 'F', 1};
 

@@ -70,6 +70,7 @@ public final class RangePlans {
     private final Map<RangePlanner.Strategy, Counter> queries = new EnumMap<>(RangePlanner.Strategy.class);
     private final Counter switches;
     private final Counter staleRemoved;
+    private final Counter deletedRemoved;
     private final Counter keysByKeyList;
     private final Counter keysByPartition;
     private final MetricGroup metrics;
@@ -85,6 +86,7 @@ public final class RangePlans {
         }
         switches = metrics.counter("SwitchesToStock");
         staleRemoved = metrics.counter("StaleEntriesRemoved");
+        deletedRemoved = metrics.counter("DeletedEntriesRemoved");
         keysByKeyList = metrics.counter("KeysReadByKeyList");
         keysByPartition = metrics.counter("KeysReadByPartition");
     }
@@ -118,6 +120,16 @@ public final class RangePlans {
     /** Superseded entries this node's reads removed since it started. */
     public long staleEntriesRemoved() {
         return staleRemoved.getCount();
+    }
+
+    /** Counts {@code n} entries of deleted rows removed (see StaleEntries). */
+    void deletedEntriesRemoved(int n) {
+        deletedRemoved.inc(n);
+    }
+
+    /** Entries of deleted rows this node's reads removed since it started. */
+    public long deletedEntriesRemoved() {
+        return deletedRemoved.getCount();
     }
 
     /**

@@ -225,14 +225,17 @@ public final class RangeRead {
                 }
                 entries += batch.size();
                 readAhead(index, batches, cl, nowInSec, t, pending, emitted + batch.size(), want);
-                Map<KeyFetch.Key, Fetched> rows =
+                Map<KeyList.Key, Fetched> rows =
                         current.rows == null ? fetch(index, batch, cl, nowInSec, t) : current.rows.get();
                 List<EntryCursor.Position> superseded = new ArrayList<>();
+                List<EntryCursor.Position> vanished = new ArrayList<>();
                 for (EntryCursor.Position e : batch) {
                     last = e;
-                    Fetched f = rows.get(new KeyFetch.Key(e.pk(), e.ck()));
+                    Fetched f = rows.get(new KeyList.Key(e.pk(), e.ck()));
                     if (f != null && StaleEntries.superseded(index, f.row, e)) {
                         superseded.add(e);
+                    } else if (StaleEntries.vanished(index, f, e)) {
+                        vanished.add(e);
                     }
                     if (f == null || !matches(index, filter, f, e, nowInSec)) {
                         continue;
@@ -243,6 +246,7 @@ public final class RangeRead {
                     }
                 }
                 StaleEntries.remove(index, superseded);
+                StaleEntries.removeDeleted(index, vanished);
                 if (emitted == want && last != batch.get(batch.size() - 1)) {
                     break; // the page is full inside this batch: the next page starts after 'last'
                 }
@@ -270,7 +274,7 @@ public final class RangeRead {
     }
 
     /** Entries of a batch taken from the cursor, and the read of their rows if it was started ahead. */
-    private record Pending(List<EntryCursor.Position> entries, RangeThreads.Ahead<Map<KeyFetch.Key, Fetched>> rows) {}
+    private record Pending(List<EntryCursor.Position> entries, RangeThreads.Ahead<Map<KeyList.Key, Fetched>> rows) {}
 
     /**
      * Starts reading the rows of up to {@link #FETCH_AHEAD} further batches, while the entries in
@@ -315,17 +319,17 @@ public final class RangeRead {
     record Fetched(DecoratedKey key, Row staticRow, Row row) {}
 
     /** Reads the rows of a batch of entries by primary key at {@code cl} ({@link KeyFetch}). */
-    private static Map<KeyFetch.Key, Fetched> fetch(
+    private static Map<KeyList.Key, Fetched> fetch(
             RangeIndex index,
             List<EntryCursor.Position> batch,
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t) {
-        List<KeyFetch.Key> keys = new ArrayList<>(batch.size());
+        List<KeyList.Key> keys = new ArrayList<>(batch.size());
         for (EntryCursor.Position e : batch) {
-            keys.add(new KeyFetch.Key(e.pk(), e.ck()));
+            keys.add(new KeyList.Key(e.pk(), e.ck()));
         }
-        Map<KeyFetch.Key, Fetched> out = new HashMap<>();
+        Map<KeyList.Key, Fetched> out = new HashMap<>();
         KeyFetch.fetch(
                 index,
                 keys,
@@ -333,7 +337,7 @@ public final class RangeRead {
                 nowInSec,
                 t,
                 f -> out.put(
-                        new KeyFetch.Key(
+                        new KeyList.Key(
                                 f.key().getKey(),
                                 EntryWriter.clustering(index, f.row().clustering())),
                         f));

@@ -67,12 +67,19 @@ public record RangeTables(String keyspace, String index, String valueType) {
                 .toString();
     }
 
+    /** How long the entries' tombstones are kept: Cassandra's default hint window. */
+    static final int ENTRY_GC_GRACE_SECONDS = 3 * 3600;
+
     /** The CQL that creates the tables (idempotent). */
     public List<String> schema() {
         return List.of(
                 "CREATE TABLE IF NOT EXISTS " + q(entries()) + " (leaf bigint, value " + valueType
                         + ", pk blob, ck blob, live boolean, PRIMARY KEY ((leaf), value, pk, ck)) WITH ID = "
                         + id(entries())
+                        // a deleted entry that comes back is only stale (reads check every row),
+                        // so its tombstones need not outlive the hint window (3 h by default);
+                        // reads that remove stale entries leave many, which leaves scan over
+                        + " AND gc_grace_seconds = " + ENTRY_GC_GRACE_SECONDS
                         + " AND comment = 'Needle ordered index entries (do not write)'",
                 "CREATE TABLE IF NOT EXISTS " + q(directory()) + " (part int, version bigint static, leaf bigint,"
                         + " lower blob, state text, old_leaf bigint, entry_count bigint, counted_at bigint,"

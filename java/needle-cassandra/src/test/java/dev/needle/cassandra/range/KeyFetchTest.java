@@ -28,12 +28,11 @@ class KeyFetchTest {
     void keysSurviveTheirEncoding() {
         Random r = new Random(7);
         for (int round = 0; round < 50; round++) {
-            List<KeyFetch.Key> keys = new ArrayList<>();
+            List<KeyList.Key> keys = new ArrayList<>();
             int n = r.nextInt(300);
             for (int i = 0; i < n; i++) {
                 // an empty clustering is a table without clustering columns
-                keys.add(
-                        new KeyFetch.Key(bytes(r, 1 + r.nextInt(40)), bytes(r, r.nextInt(3) == 0 ? 0 : r.nextInt(30))));
+                keys.add(new KeyList.Key(bytes(r, 1 + r.nextInt(40)), bytes(r, r.nextInt(3) == 0 ? 0 : r.nextInt(30))));
             }
             assertEquals(keys, KeyList.decode(KeyList.encode(keys)));
         }
@@ -56,15 +55,15 @@ class KeyFetchTest {
             spans.add(new Range<>(left, right));
             left = right;
         }
-        List<KeyFetch.Key> keys = new ArrayList<>();
+        List<KeyList.Key> keys = new ArrayList<>();
         for (int i = 0; i < 5_000; i++) {
-            keys.add(new KeyFetch.Key(bytes(r, 1 + r.nextInt(16)), bytes(r, 0)));
+            keys.add(new KeyList.Key(bytes(r, 1 + r.nextInt(16)), bytes(r, 0)));
         }
-        List<List<KeyFetch.Key>> bySpan = KeyFetch.bySpan(Murmur3Partitioner.instance, spans, keys);
+        List<List<KeyList.Key>> bySpan = KeyFetch.bySpan(Murmur3Partitioner.instance, spans, keys);
         assertEquals(spans.size(), bySpan.size());
         int n = 0;
         for (int i = 0; i < spans.size(); i++) {
-            for (KeyFetch.Key k : bySpan.get(i)) {
+            for (KeyList.Key k : bySpan.get(i)) {
                 Token token = Murmur3Partitioner.instance.getToken(k.pk());
                 assertTrue(spans.get(i).contains(token), "key of token " + token + " in span " + spans.get(i));
                 n++;
@@ -82,22 +81,22 @@ class KeyFetchTest {
     @Test
     void listsFitAnExpressionAndKeepEveryKeyOnce() {
         Random r = new Random(11);
-        List<KeyFetch.Key> keys = new ArrayList<>();
+        List<KeyList.Key> keys = new ArrayList<>();
         for (int i = 0; i < 2_000; i++) {
             int pk = i % 97 == 0 ? 40_000 : 1 + r.nextInt(100);
             int ck = i % 501 == 0 ? 30_000 : r.nextInt(100);
-            keys.add(new KeyFetch.Key(bytes(r, pk), bytes(r, ck)));
+            keys.add(new KeyList.Key(bytes(r, pk), bytes(r, ck)));
         }
         KeyList.Lists lists = KeyList.lists(keys);
-        List<KeyFetch.Key> again = new ArrayList<>(lists.alone());
-        for (List<KeyFetch.Key> list : lists.expressions()) {
+        List<KeyList.Key> again = new ArrayList<>(lists.alone());
+        for (List<KeyList.Key> list : lists.expressions()) {
             assertTrue(KeyList.encode(list).remaining() <= KeyList.MAX_EXPRESSION_BYTES);
             again.addAll(list);
         }
         assertTrue(lists.expressions().size() > 1);
         assertEquals(keys.size(), again.size());
         assertTrue(again.containsAll(keys));
-        for (KeyFetch.Key k : lists.alone()) {
+        for (KeyList.Key k : lists.alone()) {
             assertTrue(k.encodedSize() + 4 > KeyList.MAX_EXPRESSION_BYTES);
         }
     }
