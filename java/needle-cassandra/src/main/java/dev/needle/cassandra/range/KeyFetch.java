@@ -86,7 +86,7 @@ public final class KeyFetch {
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t,
-            Consumer<RangeRead.Fetched> out) {
+            Consumer<FetchedRow> out) {
         TableMetadata table = Schema.instance.getTableMetadata(index.base().id);
         Optional<IndexMetadata> target = table == null ? Optional.empty() : table.indexes.get(index.id());
         if (target.isEmpty()) { // dropped while the query ran
@@ -111,10 +111,10 @@ public final class KeyFetch {
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t,
-            Consumer<RangeRead.Fetched> out) {
+            Consumer<FetchedRow> out) {
         List<Range<Token>> spans = spans(table, cl);
         if (spans.size() <= 1) {
-            RangeRead.forEachRow(
+            FetchedRow.forEach(
                     StorageProxy.getRangeSlice(
                             command(table, target, keys, nowInSec, cl, DataRange.allData(table.partitioner)), cl, t),
                     out);
@@ -123,7 +123,7 @@ public final class KeyFetch {
         // One range read per span, all at once: Cassandra would send the spans' requests in
         // rounds, each after the one before has answered.
         List<List<Key>> bySpan = bySpan(table.partitioner, spans, keys);
-        List<RangeThreads.Ahead<List<RangeRead.Fetched>>> reads = new ArrayList<>();
+        List<RangeThreads.Ahead<List<FetchedRow>>> reads = new ArrayList<>();
         try {
             for (int i = 0; i < spans.size(); i++) {
                 if (bySpan.get(i).isEmpty()) {
@@ -132,12 +132,12 @@ public final class KeyFetch {
                 PartitionRangeReadCommand command =
                         command(table, target, bySpan.get(i), nowInSec, cl, DataRange.forTokenRange(spans.get(i)));
                 reads.add(RangeThreads.ahead(() -> {
-                    List<RangeRead.Fetched> rows = new ArrayList<>();
-                    RangeRead.forEachRow(StorageProxy.getRangeSlice(command, cl, t), rows::add);
+                    List<FetchedRow> rows = new ArrayList<>();
+                    FetchedRow.forEach(StorageProxy.getRangeSlice(command, cl, t), rows::add);
                     return rows;
                 }));
             }
-            for (RangeThreads.Ahead<List<RangeRead.Fetched>> read : reads) {
+            for (RangeThreads.Ahead<List<FetchedRow>> read : reads) {
                 read.get().forEach(out);
             }
         } finally {
@@ -236,7 +236,7 @@ public final class KeyFetch {
             ConsistencyLevel cl,
             long nowInSec,
             Dispatcher.RequestTime t,
-            Consumer<RangeRead.Fetched> out) {
+            Consumer<FetchedRow> out) {
         List<SinglePartitionReadCommand> commands = new ArrayList<>();
         ColumnFilter columns = ColumnFilter.all(base);
         KeyList.byPartition(base, keys)
@@ -248,7 +248,7 @@ public final class KeyFetch {
                         DataLimits.NONE,
                         pk,
                         new ClusteringIndexNamesFilter(clusterings, false))));
-        RangeRead.forEachRow(
+        FetchedRow.forEach(
                 StorageProxy.read(SinglePartitionReadCommand.Group.create(commands, DataLimits.NONE), cl, t), out);
     }
 }

@@ -104,7 +104,7 @@ final class ParallelScan {
         Deque<Future<Split>> reading = new ArrayDeque<>();
         int next = first;
         int emitted = 0;
-        RangeRead.Fetched last = null;
+        FetchedRow last = null;
         boolean more = false;
         boolean previousHadRows = false; // the split read last gave this page rows: the page may end after it
         try {
@@ -134,7 +134,7 @@ final class ParallelScan {
                 int take = Math.min(s.rows().size(), want - emitted);
                 for (int i = 0; i < take; i++) {
                     last = s.rows().get(i);
-                    select.processPartition(new RangeRead.OneRow(select.table, last), options, result, nowInSec);
+                    select.processPartition(last.asPartition(select.table), options, result, nowInSec);
                 }
                 emitted += take;
                 previousHadRows = take > 0;
@@ -180,7 +180,7 @@ final class ParallelScan {
     }
 
     /** The rows one split returned, in token order, and whether the split has no more. */
-    private record Split(List<RangeRead.Fetched> rows, boolean exhausted) {}
+    private record Split(List<FetchedRow> rows, boolean exhausted) {}
 
     private static Split read(
             PartitionRangeReadCommand part,
@@ -191,8 +191,8 @@ final class ParallelScan {
             ProtocolVersion version,
             Dispatcher.RequestTime t) {
         QueryPager pager = part.getPager(from, version);
-        List<RangeRead.Fetched> rows = new ArrayList<>();
-        RangeRead.forEachRow(pager.fetchPage(limit, cl, state.getClientState(), t), rows::add);
+        List<FetchedRow> rows = new ArrayList<>();
+        FetchedRow.forEach(pager.fetchPage(limit, cl, state.getClientState(), t), rows::add);
         return new Split(rows, pager.isExhausted());
     }
 

@@ -6,20 +6,14 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.selection.ResultSetBuilder;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.ConsistencyLevel;
-import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.filter.RowFilter;
-import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.rows.Cell;
-import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.RowIterator;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
@@ -225,14 +219,14 @@ public final class RangeRead {
                 }
                 entries += batch.size();
                 readAhead(index, batches, cl, nowInSec, t, pending, emitted + batch.size(), want);
-                Map<KeyList.Key, Fetched> rows =
+                Map<KeyList.Key, FetchedRow> rows =
                         current.rows == null ? fetch(index, batch, cl, nowInSec, t) : current.rows.get();
                 List<EntryCursor.Position> superseded = new ArrayList<>();
                 List<EntryCursor.Position> vanished = new ArrayList<>();
                 for (EntryCursor.Position e : batch) {
                     last = e;
-                    Fetched f = rows.get(new KeyList.Key(e.pk(), e.ck()));
-                    if (f != null && StaleEntries.superseded(index, f.row, e)) {
+                    FetchedRow f = rows.get(new KeyList.Key(e.pk(), e.ck()));
+                    if (f != null && StaleEntries.superseded(index, f.row(), e)) {
                         superseded.add(e);
                     } else if (StaleEntries.vanished(index, f, e)) {
                         vanished.add(e);
@@ -240,7 +234,7 @@ public final class RangeRead {
                     if (f == null || !matches(index, filter, f, e, nowInSec)) {
                         continue;
                     }
-                    select.processPartition(new OneRow(base, f), options, result, nowInSec);
+                    select.processPartition(f.asPartition(base), options, result, nowInSec);
                     if (++emitted == want) {
                         break;
                     }
@@ -274,7 +268,7 @@ public final class RangeRead {
     }
 
     /** Entries of a batch taken from the cursor, and the read of their rows if it was started ahead. */
-    private record Pending(List<EntryCursor.Position> entries, RangeThreads.Ahead<Map<KeyList.Key, Fetched>> rows) {}
+    private record Pending(List<EntryCursor.Position> entries, RangeThreads.Ahead<Map<KeyList.Key, FetchedRow>> rows) {}
 
     /**
      * Starts reading the rows of up to {@link #FETCH_AHEAD} further batches, while the entries in
@@ -307,19 +301,16 @@ public final class RangeRead {
         }
     }
 
-    private static boolean matches(RangeIndex index, RowFilter filter, Fetched f, EntryCursor.Position e, long now) {
-        Cell<?> cell = f.row.getCell(index.column());
+    private static boolean matches(RangeIndex index, RowFilter filter, FetchedRow f, EntryCursor.Position e, long now) {
+        Cell<?> cell = f.row().getCell(index.column());
         if (cell == null || !cell.isLive(now) || index.compare(cell.buffer(), e.value()) != 0) {
             return false; // a stale entry: the row holds another value now, or none
         }
-        return filter.isSatisfiedBy(index.base(), f.key, f.row, now);
+        return filter.isSatisfiedBy(index.base(), f.key(), f.row(), now);
     }
 
-    /** A row read from the base table, with its partition's key and static row. */
-    record Fetched(DecoratedKey key, Row staticRow, Row row) {}
-
     /** Reads the rows of a batch of entries by primary key at {@code cl} ({@link KeyFetch}). */
-    private static Map<KeyList.Key, Fetched> fetch(
+    private static Map<KeyList.Key, FetchedRow> fetch(
             RangeIndex index,
             List<EntryCursor.Position> batch,
             ConsistencyLevel cl,
@@ -329,7 +320,7 @@ public final class RangeRead {
         for (EntryCursor.Position e : batch) {
             keys.add(new KeyList.Key(e.pk(), e.ck()));
         }
-        Map<KeyList.Key, Fetched> out = new HashMap<>();
+        Map<KeyList.Key, FetchedRow> out = new HashMap<>();
         KeyFetch.fetch(
                 index,
                 keys,
@@ -342,71 +333,5 @@ public final class RangeRead {
                                 EntryWriter.clustering(index, f.row().clustering())),
                         f));
         return out;
-    }
-
-    /** Every row of {@code partitions}, with its partition's key and static row, to {@code out}; closes them. */
-    static void forEachRow(PartitionIterator partitions, Consumer<Fetched> out) {
-        try (partitions) {
-            while (partitions.hasNext()) {
-                try (RowIterator partition = partitions.next()) {
-                    DecoratedKey key = partition.partitionKey();
-                    Row staticRow = partition.staticRow();
-                    while (partition.hasNext()) {
-                        out.accept(new Fetched(key, staticRow, partition.next()));
-                    }
-                }
-            }
-        }
-    }
-
-    /** One fetched row as a partition of one row, as the statement's selection processes it. */
-    static final class OneRow implements RowIterator {
-        private final TableMetadata metadata;
-        private final Fetched f;
-        private boolean done;
-
-        OneRow(TableMetadata metadata, Fetched f) {
-            this.metadata = metadata;
-            this.f = f;
-        }
-
-        @Override
-        public TableMetadata metadata() {
-            return metadata;
-        }
-
-        @Override
-        public boolean isReverseOrder() {
-            return false;
-        }
-
-        @Override
-        public RegularAndStaticColumns columns() {
-            return metadata.regularAndStaticColumns();
-        }
-
-        @Override
-        public DecoratedKey partitionKey() {
-            return f.key;
-        }
-
-        @Override
-        public Row staticRow() {
-            return f.staticRow;
-        }
-
-        @Override
-        public boolean hasNext() {
-            return !done;
-        }
-
-        @Override
-        public Row next() {
-            done = true;
-            return f.row;
-        }
-
-        @Override
-        public void close() {}
     }
 }

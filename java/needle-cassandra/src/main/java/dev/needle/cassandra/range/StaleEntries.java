@@ -92,7 +92,7 @@ final class StaleEntries {
      * Whether entry {@code e} found no live value in its row as read ({@code f}, null if the row
      * was not found): the row may have been deleted since, a proof {@link #removeDeleted} looks for.
      */
-    static boolean vanished(RangeIndex index, RangeRead.Fetched f, EntryCursor.Position e) {
+    static boolean vanished(RangeIndex index, FetchedRow f, EntryCursor.Position e) {
         if (e.written() == EntryCursor.Position.UNKNOWN_TIME || e.leaf() < 0) {
             return false;
         }
@@ -114,20 +114,27 @@ final class StaleEntries {
             return;
         }
         REMOVER.execute(() -> {
-            TableMetadata base = index.base();
-            AbstractReplicationStrategy replication =
-                    Keyspace.open(base.keyspace).getReplicationStrategy();
-            long now = FBUtilities.nowInSeconds();
             List<Mutation> deletes = new ArrayList<>();
-            for (EntryCursor.Position e : vanished) {
-                DecoratedKey key = base.partitioner.decorateKey(e.pk());
-                if (replication.getNaturalReplicasForToken(key.getToken()).selfIfPresent() == null) {
-                    continue;
+            try {
+                TableMetadata base = index.base();
+                AbstractReplicationStrategy replication =
+                        Keyspace.open(base.keyspace).getReplicationStrategy();
+                long now = FBUtilities.nowInSeconds();
+                for (EntryCursor.Position e : vanished) {
+                    DecoratedKey key = base.partitioner.decorateKey(e.pk());
+                    if (replication.getNaturalReplicasForToken(key.getToken()).selfIfPresent() == null) {
+                        continue;
+                    }
+                    long deleted = deletedAt(index, key, e.ck(), now);
+                    if (deleted >= e.written()) {
+                        deletes.add(deletion(index, e, deleted));
+                    }
                 }
-                long deleted = deletedAt(index, key, e.ck(), now);
-                if (deleted >= e.written()) {
-                    deletes.add(deletion(index, e, deleted));
-                }
+            } catch (RuntimeException ex) { // the table dropped meanwhile, a read that failed
+                logger.debug(
+                        "Needle range index {}: deleted rows not checked: {}",
+                        index.tables().index(),
+                        ex.toString());
             }
             send(index, deletes, "deleted rows'", index.plans()::deletedEntriesRemoved);
         });
