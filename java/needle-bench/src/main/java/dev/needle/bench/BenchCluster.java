@@ -1,6 +1,7 @@
 package dev.needle.bench;
 
 import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.servererrors.InvalidQueryException;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -48,11 +49,25 @@ final class BenchCluster {
     /**
      * Runs a schema change and waits until every node has it: on several nodes sharing two cores,
      * the driver's own wait (10 s) can end first, and the next statement may then reach a node
-     * that does not know the table yet.
+     * that does not know the table yet. The versions the driver compares come by gossip and can
+     * agree a moment before a node has applied the change, so a statement that reaches such a
+     * node and fails because a table does not exist (which applied nothing) is sent again.
      */
     void ddl(String cql) {
-        session.execute(cql);
         long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+        while (true) {
+            try {
+                session.execute(cql);
+                break;
+            } catch (InvalidQueryException ex) {
+                String m = String.valueOf(ex.getMessage());
+                boolean unknownTable = m.contains("doesn't exist") || m.contains("unconfigured table");
+                if (!unknownTable || System.nanoTime() > deadline) {
+                    throw ex;
+                }
+                sleep(500);
+            }
+        }
         while (!session.checkSchemaAgreement()) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("the nodes do not agree on the schema 2 minutes after: " + cql
