@@ -24,6 +24,8 @@ import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.db.rows.Unfiltered;
 import org.apache.cassandra.db.rows.UnfilteredRowIterator;
 import org.apache.cassandra.locator.AbstractReplicationStrategy;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.StorageProxy;
 import org.apache.cassandra.transport.Dispatcher;
@@ -116,7 +118,10 @@ final class StaleEntries {
         REMOVER.execute(() -> {
             List<Mutation> deletes = new ArrayList<>();
             try {
-                TableMetadata base = index.base();
+                TableMetadata base = Schema.instance.getTableMetadata(index.base().id); // as altered since
+                if (base == null) {
+                    return; // dropped
+                }
                 AbstractReplicationStrategy replication =
                         Keyspace.open(base.keyspace).getReplicationStrategy();
                 long now = FBUtilities.nowInSeconds();
@@ -125,7 +130,7 @@ final class StaleEntries {
                     if (replication.getNaturalReplicasForToken(key.getToken()).selfIfPresent() == null) {
                         continue;
                     }
-                    long deleted = deletedAt(index, key, e.ck(), now);
+                    long deleted = deletedAt(base, index.column(), key, e.ck(), now);
                     if (deleted >= e.written()) {
                         deletes.add(deletion(index, e, deleted));
                     }
@@ -141,12 +146,11 @@ final class StaleEntries {
     }
 
     /**
-     * The time of the latest deletion this node holds of row ({@code key}, {@code ck})'s indexed
-     * value (partition, range or row deletion, or the cell's tombstone); {@link Long#MIN_VALUE}
+     * The time of the latest deletion this node holds of row ({@code key}, {@code ck})'s value of
+     * {@code column} (partition, range or row deletion, or the cell's tombstone); {@link Long#MIN_VALUE}
      * if none, or if the value is there (live, or expiring: its entry expires too).
      */
-    static long deletedAt(RangeIndex index, DecoratedKey key, ByteBuffer ck, long now) {
-        TableMetadata base = index.base();
+    static long deletedAt(TableMetadata base, ColumnMetadata column, DecoratedKey key, ByteBuffer ck, long now) {
         ClusteringComparator order = base.comparator;
         Clustering<?> clustering =
                 Clustering.serializer.deserialize(ck, EntryWriter.CLUSTERING_FORMAT, order.subtypes());
@@ -170,7 +174,7 @@ final class StaleEntries {
                         open = m.isOpen(false) ? m.openDeletionTime(false) : DeletionTime.LIVE;
                     } else if (c == 0) {
                         Row row = (Row) u;
-                        Cell<?> cell = row.getCell(index.column());
+                        Cell<?> cell = row.getCell(column);
                         if (cell != null && !cell.isTombstone()) {
                             return Long.MIN_VALUE;
                         }
