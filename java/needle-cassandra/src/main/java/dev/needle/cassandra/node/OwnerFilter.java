@@ -22,6 +22,10 @@ import java.util.function.BooleanSupplier;
  * <p>A key's decisions are serialized by its stripe's lock (the liveness check and the change
  * are one step), and the sequence numbers by the sequencer's, so the last change of a key
  * reflects the last state seen. Thread safe.
+ *
+ * <p>About 400 lines, on purpose: the published set, the receivers' queues and their sequence
+ * numbers change together under those two locks, and split across classes each would have to
+ * take the other's.
  */
 final class OwnerFilter {
     private static final int STRIPES = 64;
