@@ -71,7 +71,7 @@ final class StaleEntries {
 
     /** Whether {@code row}, as read, proves entry {@code e} superseded: another value, written after it. */
     static boolean superseded(RangeIndex index, Row row, EntryCursor.Position e) {
-        if (e.written() == EntryCursor.Position.UNKNOWN_TIME || e.leaf() < 0) {
+        if (!removable(e)) {
             return false;
         }
         Cell<?> cell = row.getCell(index.column());
@@ -95,10 +95,7 @@ final class StaleEntries {
      * was not found): the row may have been deleted since, a proof {@link #removeDeleted} looks for.
      */
     static boolean vanished(RangeIndex index, FetchedRow f, EntryCursor.Position e) {
-        if (e.written() == EntryCursor.Position.UNKNOWN_TIME || e.leaf() < 0) {
-            return false;
-        }
-        return f == null || f.row().getCell(index.column()) == null;
+        return removable(e) && (f == null || f.row().getCell(index.column()) == null);
     }
 
     /**
@@ -187,6 +184,11 @@ final class StaleEntries {
                 return Math.max(deleted, open.markedForDeleteAt());
             }
         }
+    }
+
+    /** Whether {@code e} was read from a leaf with its write time, which a removal needs. */
+    private static boolean removable(EntryCursor.Position e) {
+        return e.written() != EntryCursor.Position.UNKNOWN_TIME && e.leaf() >= 0;
     }
 
     /** The deletion of entry {@code e} at time {@code at}, in the leaf it was read from. */
