@@ -29,6 +29,7 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import org.junit.jupiter.api.Test;
 
@@ -42,13 +43,17 @@ import org.junit.jupiter.api.Test;
  * index (asked for by the custom payload), read page by page with random page sizes, must equal a
  * model of the writes, come in the column's order, and equal the answer of the stock way (every
  * node scanned, asked for too, at the same page size: splits read on from their last row and
- * pages read ahead) and of the planner's choice, while reads remove the entries they find
- * superseded.
+ * pages read ahead), of the index's first page followed by the scan of the rest of the range
+ * (asked for too), and of the planner's choice, while reads remove the entries they find
+ * superseded. One new row in eight takes the value of a row already written, so that entries
+ * tie on the value and pages end between them.
  */
 class RangeIndexIT {
     private static final String INDEX_CLASS = "dev.needle.cassandra.NeedleRangeIndex";
     private static final Map<String, ByteBuffer> STOCK = payload("stock");
     private static final Map<String, ByteBuffer> INDEX = payload("index");
+    /** The index's first page, then the scan of the rest of the range (the planner's switch after an overrun). */
+    private static final Map<String, ByteBuffer> SWITCH = payload("switch");
 
     private static Map<String, ByteBuffer> payload(String strategy) {
         return Map.of("needle.range", ByteBuffer.wrap(strategy.getBytes(StandardCharsets.UTF_8)));
@@ -191,6 +196,7 @@ class RangeIndexIT {
         Map<Long, Double> deletedK = new HashMap<>(); // their values when deleted
         int compared = 0;
         Map<String, Integer> clientPlans = new TreeMap<>(); // strategies of the client-planned answers
+        LongAdder switchedLater = new LongAdder(); // answers asked to switch that had a second page
         int maintenance = 0;
         long nextId = 0;
         try (LocalCluster cluster = LocalCluster.start(3);
@@ -232,7 +238,7 @@ class RangeIndexIT {
                 }
                 if (r.nextInt(1000) < COMPARE_PER_MILLE) {
                     writes.awaitAll();
-                    compared += compare(s, range, fromClient, clientPlans, model, r, "op " + op);
+                    compared += compare(s, range, fromClient, clientPlans, switchedLater, model, r, "op " + op);
                     continue;
                 }
                 int dice = r.nextInt(80);
@@ -248,7 +254,10 @@ class RangeIndexIT {
                     writes.submit(s, quorum(insert.bind(id, k, "r" + op)), id);
                     model.put(id, new Value(k, "r" + op));
                 } else if (dice < 35 || model.isEmpty()) {
-                    double k = r.nextDouble();
+                    double tie = r.nextInt(8) == 0 && !model.isEmpty()
+                            ? model.get(model.pick(r)).k()
+                            : Double.NaN;
+                    double k = Double.isNaN(tie) ? r.nextDouble() : tie; // NaN: the row picked has no value
                     writes.submit(s, quorum(insert.bind(nextId, k, "i" + op)), nextId);
                     model.put(nextId++, new Value(k, "i" + op));
                 } else if (dice < 55) {
@@ -287,14 +296,14 @@ class RangeIndexIT {
                             "SELECT leaf FROM ri.needle_rx_t_k_dir WHERE part = 0")))
                     .all();
             for (int i = 0; i < 30; i++) {
-                compared += compare(s, range, fromClient, clientPlans, model, r, "end");
+                compared += compare(s, range, fromClient, clientPlans, switchedLater, model, r, "end");
             }
             System.out.println(
                     "RangeIndexIT: " + compared + " ranges answered by the index, the stock way and the planner, "
                             + model.size() + " rows, " + leaves.size() + " leaves, " + maintenance
                             + " SSTable operations and repairs, seed " + seed);
             assertTrue(leaves.size() > 4, "leaves split: " + leaves.size() + " leaves");
-            checkViews(s, compared);
+            checkViews(s, compared, switchedLater.sum());
             checkClientPlans(s, clientPlans);
             checkKeyLists(s);
             checkPagedAnswersAreLearned(s, range);
@@ -310,13 +319,19 @@ class RangeIndexIT {
      * the strategy that answered it (three per comparison: the index's, the stock way's, the
      * planner's), and the last 64 plans, the newest being the planner's of the last comparison.
      */
-    private static void checkViews(CqlSession s, int compared) {
+    private static void checkViews(CqlSession s, int compared, long switchedLater) {
         Row index = s.execute("SELECT * FROM needle_views.range_indexes WHERE keyspace_name = 'ri'")
                 .one();
         assertTrue(index != null && index.getString("index_name").equals("t_k"), "range_indexes lists t_k");
         long answered = index.getLong("queries_by_index") + index.getLong("queries_by_scan");
         assertTrue(answered >= 3L * compared, answered + " queries counted for " + compared + " comparisons");
         assertEquals(0, index.getLong("queries_by_sai"), "no SAI on ri.t");
+        System.out.println("RangeIndexIT: " + switchedLater + " answers switched to the scan after their first page, "
+                + index.getLong("switches_to_stock") + " switches counted in all");
+        assertTrue(switchedLater > 0, "some answers asked to switch had a second page");
+        assertTrue(
+                index.getLong("switches_to_stock") >= switchedLater,
+                index.getLong("switches_to_stock") + " switches counted, " + switchedLater + " asked for");
         assertTrue(index.getInt("leaves") > 4, "leaves " + index.getInt("leaves"));
         // a quarter of the writes move a row to another value; the reads that met its old entry removed it
         assertTrue(index.getLong("stale_entries_removed") > 0, "superseded entries removed by reads");
@@ -425,6 +440,7 @@ class RangeIndexIT {
             PreparedStatement range,
             RangeQuery fromClient,
             Map<String, Integer> clientPlans,
+            LongAdder switchedLater,
             Model model,
             SplittableRandom r,
             String when) {
@@ -452,10 +468,21 @@ class RangeIndexIT {
                 asMap(planned4Client.rows()),
                 "the answer planned for the client (" + planned4Client.strategy() + ") vs model, range [" + from + ", "
                         + to + "), " + when);
+        String what = when + ", range [" + from + ", " + to + "), page size " + pageSize;
+        // before the others, so that the two newest plans stay the stock way's and the planner's
+        assertSame(
+                expected,
+                asMap(s.execute(quorum(range.bind(from, to))
+                                .setPageSize(pageSize)
+                                .setCustomPayload(SWITCH))
+                        .all()),
+                "the index's first page and the scan's rest vs model, " + what);
+        if (expected.size() > pageSize) {
+            switchedLater.increment(); // its second page switched (node 1 counts it)
+        }
         List<Row> byIndex = s.execute(
                         quorum(range.bind(from, to)).setPageSize(pageSize).setCustomPayload(INDEX))
                 .all();
-        String what = when + ", range [" + from + ", " + to + "), page size " + pageSize;
         for (int i = 1; i < byIndex.size(); i++) {
             double before = byIndex.get(i - 1).getDouble("k");
             double k = byIndex.get(i).getDouble("k");

@@ -123,6 +123,11 @@ final class EntryCursor {
     }
 
     int compare(Position a, Position b) {
+        return compare(index, a, b);
+    }
+
+    /** The index's order of entries: by value, then partition key, then clustering (both as unsigned bytes). */
+    static int compare(RangeIndex index, Position a, Position b) {
         int c = index.compare(a.value(), b.value());
         if (c != 0) {
             return c;

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.concurrent.Future;
+import java.util.function.Predicate;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.selection.ResultSetBuilder;
@@ -14,6 +15,7 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.PartitionRangeReadCommand;
 import org.apache.cassandra.db.ReadQuery;
 import org.apache.cassandra.db.filter.DataLimits;
+import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.dht.Range;
 import org.apache.cassandra.dht.Token;
@@ -73,18 +75,37 @@ final class ParallelScan {
             QueryOptions options,
             double expectedRows,
             Dispatcher.RequestTime t) {
+        PagingState paging = options.getPagingState();
+        int remaining = paging == null ? select.getLimit(options) : paging.remaining;
+        return answer(select, state, options, null, null, paging, remaining, expectedRows, t);
+    }
+
+    /**
+     * A page of the rows of {@code select} that {@code filter} (if not null, instead of the
+     * statement's own) selects and {@code keep} (if not null) keeps at the coordinator, from
+     * {@code paging} on (null: from the ring's start), at most {@code remaining} more in all.
+     * With rows that {@code keep} drops, a page may end short of its size where a split's read
+     * stopped at its limit.
+     */
+    static ResultMessage.Rows answer(
+            SelectStatement select,
+            QueryState state,
+            QueryOptions options,
+            RowFilter filter,
+            Predicate<FetchedRow> keep,
+            PagingState paging,
+            int remaining,
+            double expectedRows,
+            Dispatcher.RequestTime t) {
         long nowInSec = options.getNowInSeconds(state);
-        int userLimit = select.getLimit(options);
         Selection.Selectors selectors = select.getSelection().newSelectors(options);
         ReadQuery query = select.getQuery(
                 options,
                 state.getClientState(),
                 selectors.getColumnFilter(),
                 nowInSec,
-                DataLimits.cqlLimits(userLimit));
-        PartitionRangeReadCommand whole = new Unindexed((PartitionRangeReadCommand) query);
-        PagingState paging = options.getPagingState();
-        int remaining = paging == null ? userLimit : paging.remaining;
+                DataLimits.cqlLimits(select.getLimit(options)));
+        PartitionRangeReadCommand whole = new Unindexed((PartitionRangeReadCommand) query, filter);
         int pageSize = options.getPageSize();
         int want = Math.min(remaining, pageSize > 0 ? pageSize : Integer.MAX_VALUE);
 
@@ -131,15 +152,24 @@ final class ParallelScan {
                     break;
                 }
                 Split s = RangeThreads.await(reading.poll());
-                int take = Math.min(s.rows().size(), want - emitted);
-                for (int i = 0; i < take; i++) {
-                    last = s.rows().get(i);
-                    select.processPartition(last.asPartition(select.table), options, result, nowInSec);
+                int used = 0; // rows of the split this page went past, kept or not
+                int kept = 0;
+                while (used < s.rows().size() && emitted < want) {
+                    last = s.rows().get(used++);
+                    if (keep == null || keep.test(last)) {
+                        select.processPartition(last.asPartition(select.table), options, result, nowInSec);
+                        emitted++;
+                        kept++;
+                    }
                 }
-                emitted += take;
-                previousHadRows = take > 0;
+                previousHadRows = kept > 0;
                 if (emitted == want) {
-                    more = take < s.rows().size() || !s.exhausted() || next < splits.size() || !reading.isEmpty();
+                    more = used < s.rows().size() || !s.exhausted() || next < splits.size() || !reading.isEmpty();
+                } else if (!s.exhausted()) {
+                    // The split's read stopped at its limit on rows this page dropped: the page
+                    // ends after the last of them, and the next goes on in this split.
+                    more = true;
+                    break;
                 }
             }
         } finally {
@@ -157,13 +187,13 @@ final class ParallelScan {
     }
 
     /**
-     * Cassandra's range read of a statement without its index plan (the only way to build one is
-     * the constructor subclasses see). Its sub-ranges ({@code forSubRange}) are plain range reads
-     * that inherit the missing plan, so the replicas filter their rows as for {@code ALLOW
-     * FILTERING}.
+     * Cassandra's range read of a statement (with {@code filter} instead of its own if not null)
+     * without its index plan (the only way to build one is the constructor subclasses see). Its
+     * sub-ranges ({@code forSubRange}) are plain range reads that inherit the missing plan, so
+     * the replicas filter their rows as for {@code ALLOW FILTERING}.
      */
     private static final class Unindexed extends PartitionRangeReadCommand {
-        Unindexed(PartitionRangeReadCommand c) {
+        Unindexed(PartitionRangeReadCommand c, RowFilter filter) {
             super(
                     false,
                     0,
@@ -171,7 +201,7 @@ final class ParallelScan {
                     c.metadata(),
                     c.nowInSec(),
                     c.columnFilter(),
-                    c.rowFilter(),
+                    filter == null ? c.rowFilter() : filter,
                     c.limits(),
                     c.dataRange(),
                     null,

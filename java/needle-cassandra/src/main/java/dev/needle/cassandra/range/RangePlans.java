@@ -34,7 +34,10 @@ public final class RangePlans {
         PAYLOAD,
         /** The index is not ready on every node yet. */
         NOT_READY,
-        /** The index found far more rows than estimated on the first page; the stock way answered. */
+        /**
+         * The index found far more rows than estimated: the stock way answered the query (on its
+         * first page), or the scan the rest of its range (on a later page).
+         */
         SWITCHED;
 
         String label() {
@@ -43,7 +46,8 @@ public final class RangePlans {
     }
 
     /**
-     * One query's plan and what came of it (its first page when it has several).
+     * One query's plan and what came of it (its first page when it has several; a query whose
+     * index pages gave way to the scan has a second plan, the first page of the rest).
      *
      * @param atMillis  when it started (epoch milliseconds)
      * @param strategy  what answered it
@@ -110,6 +114,14 @@ public final class RangePlans {
         synchronized (recent) {
             return List.copyOf(recent);
         }
+    }
+
+    /**
+     * Index answers that gave way to a stock strategy on this node since it started: on their
+     * first page (the stock way answered the query) or a later one (the scan the rest).
+     */
+    public long switches() {
+        return switches.getCount();
     }
 
     /** Counts {@code n} superseded entries removed (see StaleEntries). */

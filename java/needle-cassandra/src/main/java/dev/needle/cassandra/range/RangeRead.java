@@ -119,9 +119,10 @@ public final class RangeRead {
 
     /**
      * Answers {@code select} (whose restrictions on the indexed column give {@code bounds}) from
-     * the index, a page at a time. On a first page (whose rows no client has seen yet) it gives
-     * up, returning null, as soon as {@code abandon} (if not null) holds for the rows it has so
-     * far, checked after each fetched batch.
+     * the index, a page at a time. It gives up, returning null (the page's rows go to no client;
+     * the caller answers the rest of the range from where the page started), as soon as {@code
+     * abandon} (if not null) holds for the rows the query has returned so far, its earlier pages'
+     * and this page's: checked when a later page starts and after each fetched batch.
      */
     public static Answer answer(
             RangeIndex index,
@@ -153,21 +154,8 @@ public final class RangeRead {
         LeafDirectory<ByteBuffer> directory = index.acquire();
         try {
             return page(
-                    index,
-                    directory,
-                    select,
-                    filter,
-                    bounds,
-                    options,
-                    result,
-                    after,
-                    remaining,
-                    want,
-                    nowInSec,
-                    t,
-                    after == null ? abandon : null,
-                    before,
-                    began);
+                    index, directory, select, filter, bounds, options, result, after, remaining, want, nowInSec, t,
+                    abandon, before, began);
         } finally {
             index.release(directory);
         }
@@ -203,6 +191,10 @@ public final class RangeRead {
         int emitted = 0;
         EntryCursor.Position last = null;
         boolean more = true;
+        long earlier = before == null ? 0 : before.rows(); // rows the query's earlier pages returned
+        if (abandon != null && after != null && abandon.test(earlier)) {
+            return null;
+        }
         // Batches taken from the cursor and not yet emitted, the first read on this thread, the
         // others read ahead on the pool while it is (rows of a batch the page does not take are
         // dropped).
@@ -244,7 +236,7 @@ public final class RangeRead {
                 if (emitted == want && last != batch.get(batch.size() - 1)) {
                     break; // the page is full inside this batch: the next page starts after 'last'
                 }
-                if (emitted < want && abandon != null && abandon.test(emitted)) {
+                if (emitted < want && abandon != null && abandon.test(earlier + emitted)) {
                     return null;
                 }
                 if (pending.isEmpty()) {

@@ -9,9 +9,11 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.LongPredicate;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.cassandra.cql3.Attributes;
 import org.apache.cassandra.cql3.BatchQueryOptions;
+import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.VariableSpecifications;
@@ -24,7 +26,9 @@ import org.apache.cassandra.db.IMutation;
 import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.filter.DataLimits;
 import org.apache.cassandra.db.filter.RowFilter;
+import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.tracing.Tracing;
@@ -40,8 +44,10 @@ public final class RangeStatements {
     /**
      * Custom payload key that chooses how a range query runs: {@code index}, {@code scan} (the
      * parallel scan, even where SAI indexes the column), {@code stock} (the way Cassandra itself
-     * would answer: SAI if the column has it, else the scan), or {@code plan} (the planner chooses
-     * with the client's own scan among the strategies, see {@link #PLAN_PAYLOAD}).
+     * would answer: SAI if the column has it, else the scan), {@code plan} (the planner chooses
+     * with the client's own scan among the strategies, see {@link #PLAN_PAYLOAD}), or {@code
+     * switch} (the index's first page, then the parallel scan of the rest of the range: the
+     * planner's switch after an overrun, on demand).
      */
     public static final String STRATEGY_PAYLOAD = "needle.range";
 
@@ -177,13 +183,18 @@ public final class RangeStatements {
                 : stockWay.get();
         PagingState paging = options.getPagingState();
         if (paging != null) {
-            // A later page goes on the way the first went: from the index position, or a stock way's.
+            // A later page goes on the way the page before went: from the index position, the
+            // scan of the rest of the range after index pages, or a stock way's paging state.
+            if (IndexPagingState.isRestOfScan(paging.partitionKey)) {
+                IndexPagingState.Rest rest = IndexPagingState.decodeRest(paging.partitionKey);
+                PagingState scanFrom =
+                        new PagingState(rest.scanKey(), paging.rowMark, paging.remaining, paging.remainingInPartition);
+                return restOfRange(select, state, options, index, filter, rest.after(), scanFrom, paging.remaining, t);
+            }
             if (!IndexPagingState.isIndexPosition(paging.partitionKey)) {
                 return stockAnswer.apply(laterPageWay(index, estimate, sai, scannable, cassandras));
             }
-            RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t, null);
-            learnFromIndex(index, a);
-            return a.message();
+            return laterIndexPage(index, select, filter, bounds, state, options, t, asked, scannable, estimate);
         }
         if (payload != null && payload.containsKey(CLIENT_SCAN_PAYLOAD)) {
             double[] scan = clientScan(payload.get(CLIENT_SCAN_PAYLOAD));
@@ -200,7 +211,7 @@ public final class RangeStatements {
             by = RangePlans.ChosenBy.NOT_READY;
         } else if (asked != null && !forClient) {
             Strategy way = switch (asked) {
-                case "index" -> Strategy.INDEX;
+                case "index", "switch" -> Strategy.INDEX;
                 case "scan" -> scannable ? Strategy.SCAN : cassandras;
                 default -> cassandras;
             };
@@ -288,6 +299,107 @@ public final class RangeStatements {
     }
 
     /**
+     * A later page of a query whose earlier pages the index answered: by the index, or, when the
+     * query has returned more than {@link #OVERRUN} times its estimate and the planner now expects
+     * the scan of the whole range to finish sooner than the index's remaining rows, by the
+     * parallel scan of the rest of the range ({@link #restOfRange}). A query that asked for the
+     * index by the custom payload keeps it; one that asked for {@code switch} gives way to the
+     * scan from its second page on (what the planner does on its own when the index overruns,
+     * on demand, for tests and diagnostics).
+     */
+    private static ResultMessage laterIndexPage(
+            RangeIndex index,
+            SelectStatement select,
+            RowFilter filter,
+            EntryCursor.Bound[] bounds,
+            QueryState state,
+            QueryOptions options,
+            Dispatcher.RequestTime t,
+            String asked,
+            boolean scannable,
+            double estimate) {
+        LongPredicate abandon = null;
+        if (scannable && "switch".equals(asked)) {
+            abandon = rowsSoFar -> true;
+        } else if (scannable && (asked == null || "plan".equals(asked)) && !Double.isNaN(estimate)) {
+            RangePlanner planner = index.planner();
+            RangePlanner.Decision byIndex = new RangePlanner.Decision(Strategy.INDEX, estimate, Map.of(), false);
+            Set<Strategy> scan = EnumSet.of(Strategy.SCAN);
+            abandon = rowsSoFar -> planner.switchTo(byIndex, scan, rowsSoFar, OVERRUN) != null;
+        }
+        long startedAt = System.currentTimeMillis();
+        long began = System.nanoTime();
+        RangeRead.Answer a = RangeRead.answer(index, select, filter, bounds, state, options, t, abandon);
+        if (a != null) {
+            learnFromIndex(index, a);
+            return a.message();
+        }
+        PagingState paging = options.getPagingState();
+        EntryCursor.Position after =
+                IndexPagingState.decode(paging.partitionKey).after();
+        Tracing.trace(
+                "Needle: the index has returned more than {} times the ~{} rows expected; the scan answers the rest"
+                        + " of the range",
+                OVERRUN,
+                (long) estimate);
+        ResultMessage.Rows rest = restOfRange(select, state, options, index, filter, after, null, paging.remaining, t);
+        long rows = rest.result.size();
+        boolean morePages = rest.result.metadata.getPagingState() != null;
+        double millis = (System.nanoTime() - began) / 1e6;
+        Tracing.trace("Needle: scan answered {} rows of the rest in {} ms", rows, (long) millis);
+        index.plans()
+                .record(new RangePlans.Plan(
+                        startedAt, Strategy.SCAN, RangePlans.ChosenBy.SWITCHED, estimate, rows, millis, morePages));
+        return rest;
+    }
+
+    /**
+     * A page of the rows of a range that its index pages have not returned: those after entry
+     * {@code after} (a greater value, or the same value and a greater primary key), by the
+     * parallel scan, from {@code scanFrom} (null: the first page of the rest). Its paging state
+     * carries {@code after} beside the scan's own ({@link IndexPagingState#encodeRest}).
+     */
+    private static ResultMessage.Rows restOfRange(
+            SelectStatement select,
+            QueryState state,
+            QueryOptions options,
+            RangeIndex index,
+            RowFilter filter,
+            EntryCursor.Position after,
+            PagingState scanFrom,
+            int remaining,
+            Dispatcher.RequestTime t) {
+        ColumnMetadata column = index.column();
+        // The statement's filter, and the column at least the value the index pages ended at (a
+        // copy: 'without' a restriction it does not have copies it).
+        RowFilter rest = filter.without(column, Operator.GTE, after.value());
+        rest.add(column, Operator.GTE, after.value());
+        Predicate<FetchedRow> notReturned = f -> {
+            Cell<?> cell = f.row().getCell(column);
+            int c = cell == null ? -1 : index.compare(cell.buffer(), after.value());
+            if (c != 0) {
+                return c > 0;
+            }
+            EntryCursor.Position p = new EntryCursor.Position(
+                    cell.buffer(),
+                    f.key().getKey(),
+                    EntryWriter.clustering(index, f.row().clustering()));
+            return EntryCursor.compare(index, p, after) > 0;
+        };
+        ResultMessage.Rows page =
+                ParallelScan.answer(select, state, options, rest, notReturned, scanFrom, remaining, Double.NaN, t);
+        PagingState next = page.result.metadata.getPagingState();
+        if (next != null) {
+            page.result.metadata.setHasMorePages(new PagingState(
+                    IndexPagingState.encodeRest(after, next.partitionKey),
+                    next.rowMark,
+                    next.remaining,
+                    next.remainingInPartition));
+        }
+        return page;
+    }
+
+    /**
      * The stock way that answers a later page of a query whose earlier pages were not the index's:
      * with SAI and the scan both possible, the one the planner expects cheaper for the whole range
      * (either goes on from Cassandra's paging state, and a page changes no answer).
@@ -351,15 +463,15 @@ public final class RangeStatements {
                 && select.getPerPartitionLimit(options) == DataLimits.NO_LIMIT;
     }
 
-    /** What the custom payload asks for ({@code index}, {@code scan}, {@code stock} or {@code plan}), or null. */
+    /** What the custom payload asks for ({@code index}, {@code scan}, {@code stock}, {@code plan} or {@code switch}), or null. */
     private static String asked(Map<String, ByteBuffer> payload) {
         if (payload == null || !payload.containsKey(STRATEGY_PAYLOAD)) {
             return null;
         }
         String asked = text(payload.get(STRATEGY_PAYLOAD));
-        if (!asked.equals("index") && !asked.equals("stock") && !asked.equals("scan") && !asked.equals("plan")) {
+        if (!Set.of("index", "stock", "scan", "plan", "switch").contains(asked)) {
             throw new InvalidRequestException("custom payload " + STRATEGY_PAYLOAD
-                    + " must be 'index', 'scan', 'stock' or 'plan', not '" + asked + "'");
+                    + " must be 'index', 'scan', 'stock', 'plan' or 'switch', not '" + asked + "'");
         }
         return asked;
     }

@@ -41,6 +41,30 @@ class IndexPagingStateTest {
         assertFalse(IndexPagingState.isIndexPosition(null));
     }
 
+    @Test
+    void theRestScansPositionsSurviveTheirEncodingAndAreToldFromTheIndexs() {
+        SplittableRandom r = new SplittableRandom(11);
+        for (int i = 0; i < 1_000; i++) {
+            EntryCursor.Position p =
+                    new EntryCursor.Position(bytes(r, r.nextInt(20)), bytes(r, r.nextInt(20)), bytes(r, r.nextInt(3)));
+            ByteBuffer scanKey = bytes(r, r.nextInt(30));
+            ByteBuffer encoded = IndexPagingState.encodeRest(p, scanKey);
+            assertTrue(IndexPagingState.isRestOfScan(encoded));
+            assertFalse(IndexPagingState.isIndexPosition(encoded), "a rest scan's state is not an index position");
+            assertFalse(IndexPagingState.isRestOfScan(IndexPagingState.encode(p, null)));
+            assertEquals(new IndexPagingState.Rest(p, scanKey), IndexPagingState.decodeRest(encoded));
+        }
+        ByteBuffer encoded = IndexPagingState.encodeRest(
+                new EntryCursor.Position(
+                        ByteBuffer.wrap(new byte[8]), ByteBuffer.wrap(new byte[8]), ByteBuffer.allocate(0)),
+                ByteBuffer.wrap(new byte[8]));
+        ByteBuffer truncated = encoded.duplicate();
+        truncated.limit(truncated.limit() - 3);
+        InvalidRequestException e =
+                assertThrows(InvalidRequestException.class, () -> IndexPagingState.decodeRest(truncated));
+        assertTrue(e.getMessage().contains("corrupt paging state"), e.getMessage());
+    }
+
     /** A page handed out before the progress was added (format 1) goes on, its progress unknown. */
     @Test
     void aFormat1PositionIsStillRead() {
