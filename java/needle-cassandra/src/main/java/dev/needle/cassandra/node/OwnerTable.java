@@ -8,6 +8,7 @@ import dev.needle.filter.CuckooFilter;
 import dev.needle.filter.KeyFilter;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
 import java.util.UUID;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
@@ -200,22 +201,72 @@ final class OwnerTable implements KeyEvents {
     static final long MAX_HOLD_MILLIS = 1000;
     /** Changes that make a message worth sending at once (4 KB of them). */
     static final int FULL_BATCH = 512;
+    /**
+     * Changes that pay for their message many times over (about 1.4 bytes each for its 180):
+     * they go once {@link #MIN_GAP_MILLIS} has passed since the last batch, so a copy under a
+     * heavy stream lags by about that gap, not by the whole hold.
+     */
+    static final int PAYING_BATCH = 128;
+    /** The least time between two batches that {@link #PAYING_BATCH} sends (at most 10 a second). */
+    static final long MIN_GAP_MILLIS = 100;
+    /**
+     * Changes a second that a stream may carry and still send each at once: a light stream
+     * (the changes of an idle cluster) costs a message per change, at most this many a second per
+     * receiver, and no change waits for others to share its message.
+     */
+    static final int LIGHT_CHANGES_PER_SECOND = 16;
+
+    /** Times and sizes of the batches sent in about the last second, oldest first (publisher thread). */
+    private final ArrayDeque<long[]> recentBatches = new ArrayDeque<>();
+    /** The changes of {@link #recentBatches}. */
+    private long recentChanges;
+
+    /** Records a batch of {@code changes} (the most any receiver got) sent at {@code nowMillis}. */
+    void batchSent(long nowMillis, int changes) {
+        lastBatchMillis = nowMillis;
+        recentBatches.addLast(new long[] {nowMillis, changes});
+        recentChanges += changes;
+    }
+
+    /** The changes sent in the last second, by the batches {@link #batchSent} recorded. */
+    long sentInLastSecond(long nowMillis) {
+        while (!recentBatches.isEmpty() && recentBatches.peekFirst()[0] <= nowMillis - 1000) {
+            recentChanges -= recentBatches.pollFirst()[1];
+        }
+        return recentChanges;
+    }
+
+    /** Whether the queued changes go out in this round ({@link #batchDue(int, long, boolean, long, long)}). */
+    boolean batchDue(long nowMillis, boolean beatDue) {
+        return batchDue(
+                filter.queued(), nowMillis - lastBatchMillis, beatDue, holdMillis(), sentInLastSecond(nowMillis));
+    }
 
     /**
      * Whether the queued changes go out now, as Nagle's algorithm decides for small packets: every
      * batch costs one message and its response to every other node (about 180 bytes), whatever it
-     * carries (about 9 bytes per change). A change after a quiet spell goes at once (the next
-     * publisher round, within {@link Publisher#BATCH_MILLIS}); while changes stream in, they
-     * gather until {@link #FULL_BATCH} of them wait or {@code holdMillis} has passed since the
-     * last batch. They also go before a heartbeat, which must never say the owner is further on
-     * than the batches sent (a copy would wait for the gap to close).
+     * carries (about 9 bytes per change). In a light stream (with the queued ones, at most {@link
+     * #LIGHT_CHANGES_PER_SECOND} changes in the last second) each change goes at once, in the
+     * next publisher round (within {@link Publisher#BATCH_MILLIS}), as does a change after a
+     * quiet spell of {@code holdMillis}; while a heavier stream flows, changes gather until
+     * {@link #FULL_BATCH} of them wait, or {@link #PAYING_BATCH} and {@link #MIN_GAP_MILLIS} has
+     * passed since the last batch, or {@code holdMillis} has. They also go before a heartbeat,
+     * which must never say the owner is further on than the batches sent (a copy would wait for
+     * the gap to close).
      *
-     * @param queued       changes waiting
+     * @param queued         changes waiting (the most any receiver has)
      * @param sinceLastBatch milliseconds since the last batch went out
-     * @param beatDue      a heartbeat goes out in this round
+     * @param beatDue        a heartbeat goes out in this round
+     * @param holdMillis     the longest a change waits for others ({@link #holdMillis()})
+     * @param sentLastSecond changes sent in the last second (the most any receiver got)
      */
-    static boolean batchDue(int queued, long sinceLastBatch, boolean beatDue, long holdMillis) {
-        return queued > 0 && (beatDue || queued >= FULL_BATCH || sinceLastBatch >= holdMillis);
+    static boolean batchDue(int queued, long sinceLastBatch, boolean beatDue, long holdMillis, long sentLastSecond) {
+        return queued > 0
+                && (beatDue
+                        || queued >= FULL_BATCH
+                        || sinceLastBatch >= holdMillis
+                        || sentLastSecond + queued <= LIGHT_CHANGES_PER_SECOND
+                        || (queued >= PAYING_BATCH && sinceLastBatch >= MIN_GAP_MILLIS));
     }
 
     /** Whether the published set can be trusted by others right now. */

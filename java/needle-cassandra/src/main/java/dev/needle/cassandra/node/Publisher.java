@@ -224,8 +224,8 @@ final class Publisher {
             return;
         }
         boolean beatDue = o.beatDue(now, o.ready(), phaseMillis(me));
-        if (OwnerTable.batchDue(o.filter.queued(), now - o.lastBatchMillis, beatDue, o.holdMillis())) {
-            o.lastBatchMillis = now;
+        if (o.batchDue(now, beatDue)) {
+            o.batchSent(now, o.filter.queued());
             if (s.unseenGeneration() != generation) {
                 return; // this epoch is over: the next round starts a new one
             }

@@ -23,19 +23,54 @@ class BatchingTest {
         assertEquals(500, OwnerTable.beatIntervalMillis(1000));
     }
 
+    /** Changes sent in the last second by a stream heavier than a light one. */
+    private static final long HEAVY = 10 * OwnerTable.LIGHT_CHANGES_PER_SECOND;
+
     @Test
     void aChangeAfterAQuietSpellGoesAtOnce() {
-        assertTrue(OwnerTable.batchDue(1, 50, false, 50));
-        assertTrue(OwnerTable.batchDue(1, 5_000, false, 50));
+        assertTrue(OwnerTable.batchDue(1, 50, false, 50, HEAVY));
+        assertTrue(OwnerTable.batchDue(1, 5_000, false, 50, HEAVY));
+    }
+
+    @Test
+    void inALightStreamEachChangeGoesAtOnce() {
+        int light = OwnerTable.LIGHT_CHANGES_PER_SECOND;
+        assertTrue(OwnerTable.batchDue(1, 5, false, 500, 0));
+        assertTrue(OwnerTable.batchDue(1, 5, false, 500, light - 1));
+        assertTrue(OwnerTable.batchDue(3, 5, false, 500, light - 3));
+        assertFalse(OwnerTable.batchDue(1, 5, false, 500, light), "the stream is no longer light");
+        assertFalse(OwnerTable.batchDue(3, 5, false, 500, light - 2));
     }
 
     @Test
     void streamingChangesWaitForAFullBatchTheHoldOrAHeartbeat() {
-        assertFalse(OwnerTable.batchDue(1, 5, false, 50));
-        assertFalse(OwnerTable.batchDue(OwnerTable.FULL_BATCH - 1, 49, false, 50));
-        assertTrue(OwnerTable.batchDue(OwnerTable.FULL_BATCH, 0, false, 50), "a full batch");
-        assertTrue(OwnerTable.batchDue(1, 5, true, 50), "before a heartbeat");
-        assertFalse(OwnerTable.batchDue(0, 5_000, true, 50), "nothing to send");
+        assertFalse(OwnerTable.batchDue(1, 5, false, 50, HEAVY));
+        assertFalse(OwnerTable.batchDue(OwnerTable.FULL_BATCH - 1, 49, false, 50, HEAVY));
+        assertTrue(OwnerTable.batchDue(OwnerTable.FULL_BATCH, 0, false, 50, HEAVY), "a full batch");
+        assertTrue(OwnerTable.batchDue(1, 5, true, 50, HEAVY), "before a heartbeat");
+        assertFalse(OwnerTable.batchDue(0, 5_000, true, 50, HEAVY), "nothing to send");
+    }
+
+    @Test
+    void aHeavyStreamSendsBatchesThatPayForTheirMessageAtMostEveryGap() {
+        long gap = OwnerTable.MIN_GAP_MILLIS;
+        int paying = OwnerTable.PAYING_BATCH;
+        assertTrue(OwnerTable.batchDue(paying, gap, false, 500, HEAVY));
+        assertFalse(OwnerTable.batchDue(paying, gap - 1, false, 500, HEAVY), "not sooner than the gap");
+        assertFalse(OwnerTable.batchDue(paying - 1, 499, false, 500, HEAVY), "fewer wait for the hold");
+    }
+
+    /** The changes of the last second, as the publisher records its batches. */
+    @Test
+    void theChangesOfTheLastSecondCountTheBatchesSentInIt() {
+        OwnerTable o = new OwnerTable(java.util.UUID.randomUUID(), null, null);
+        assertEquals(0, o.sentInLastSecond(10_000));
+        o.batchSent(10_000, 5);
+        o.batchSent(10_400, 7);
+        assertEquals(12, o.sentInLastSecond(10_999));
+        assertEquals(7, o.sentInLastSecond(11_000), "the first batch is a second old");
+        assertEquals(0, o.sentInLastSecond(11_400));
+        assertEquals(10_400, o.lastBatchMillis, "the last batch's time");
     }
 
     @Test
@@ -96,9 +131,11 @@ class BatchingTest {
     /**
      * The publisher's loop over random streams of changes (Poisson arrivals at rates from 5 to
      * 5,000 a second, rounds every 5 ms): no change waits longer than the hold plus a round, nor
-     * longer than a round after a quiet spell; the owner is never silent for more than S/2 and a round
-     * (a copy stays fresh); under load there is at most a batch per hold (or per full batch), batches fill, and heartbeats
-     * almost stop.
+     * longer than a round after a quiet spell or in a light stream; the owner is never silent for
+     * more than S/2 and a round (a copy stays fresh); under load there is at most a batch per
+     * hold, per full batch or per paying batch (and the light stream's first changes), batches
+     * fill, heartbeats almost stop, and under a heavy stream no change waits longer than the
+     * least gap between batches and a round.
      */
     @Test
     void noChangeWaitsLongerThanTheHoldPlusARoundAndMessagesThinOutUnderLoad() {
@@ -113,13 +150,15 @@ class BatchingTest {
             double longestWaitAfterQuiet = 0;
             long longestSilence = 0;
             long seconds = 60;
+            OwnerTable sent = new OwnerTable(java.util.UUID.randomUUID(), null, null); // its record of batches
             for (long now = 0; now < seconds * 1000; now += Publisher.BATCH_MILLIS) {
                 while (nextArrival <= now) {
                     queue.add(nextArrival);
                     nextArrival += -Math.log(1 - r.nextDouble()) * 1000 / perSecond;
                 }
                 boolean beatDue = OwnerTable.beatDue(now, lastBeat, now - lastBatch, true, BEAT, S, 0);
-                if (OwnerTable.batchDue(queue.size(), now - lastBatch, beatDue, hold)) {
+                if (OwnerTable.batchDue(queue.size(), now - lastBatch, beatDue, hold, sent.sentInLastSecond(now))) {
+                    sent.batchSent(now, queue.size());
                     longestWait = Math.max(longestWait, now - queue.peekFirst());
                     if (queue.peekFirst() - lastBatch >= hold) {
                         longestWaitAfterQuiet = Math.max(longestWaitAfterQuiet, now - queue.peekFirst());
@@ -147,14 +186,28 @@ class BatchingTest {
                     longestSilence <= BEAT + Publisher.BATCH_MILLIS,
                     at + "the owner was silent for " + longestSilence + " ms");
             double perBatch = (double) changes / batches;
+            if (perSecond <= 5) {
+                assertTrue(
+                        longestWait <= Publisher.BATCH_MILLIS,
+                        at + "a change of a light stream waited " + longestWait + " ms");
+            }
             if (perSecond >= 50) {
                 assertTrue(
-                        batches <= seconds * 1000 / hold + changes / OwnerTable.FULL_BATCH + 1,
-                        at + batches + " batches in " + seconds + " s: more than one per hold or full batch");
+                        batches
+                                <= seconds * 1000 / hold
+                                        + changes / OwnerTable.PAYING_BATCH
+                                        + OwnerTable.LIGHT_CHANGES_PER_SECOND
+                                        + 1,
+                        at + batches + " batches in " + seconds + " s: more than one per hold or paying batch");
             }
             if (perSecond >= 500) {
                 assertTrue(perBatch >= 20, at + perBatch + " changes per batch");
                 assertTrue(beats <= seconds, at + beats + " heartbeats in " + seconds + " s");
+            }
+            if (perSecond >= 2000) {
+                assertTrue(
+                        longestWait <= OwnerTable.MIN_GAP_MILLIS + Publisher.BATCH_MILLIS,
+                        at + "under a heavy stream a change waited " + longestWait + " ms");
             }
             if (perSecond <= 5) {
                 assertTrue(beats >= seconds / 4, at + "heartbeats between the batches: " + beats);
