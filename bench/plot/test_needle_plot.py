@@ -234,6 +234,14 @@ def test_staleness_targets_are_the_window_per_phase_the_bound_and_the_sync_bytes
     assert len(checks) == 5
     bad = staleness.check_staleness_targets(staleness_doc(60.0, 10.0, 2, None, 10.0))
     assert [c["met"] for c in bad] == [False, True, False, False, True]
+    # Where the probe measured the sync's own part (each owner's wait), that is what is checked.
+    split = staleness_doc(400.0, 900.0, 0, 30.2, 20.0)
+    split["probe"]["idle"]["needle_sync_wait_ms"] = {"node1": {"p99.9": 6.0}, "node2": {"p99.9": 48.0}}
+    split["probe"]["load"]["needle_sync_wait_ms"] = {"node1": {"p99.9": 120.0}, "node2": {"p99.9": 260.0}}
+    own = {c["row"]: (c["met"], c["value"], c["target"]) for c in staleness.check_staleness_targets(split)}
+    assert own["idle"][:2] == (True, 48.0), "the slowest owner's"
+    assert own["load"][:2] == (False, 260.0)
+    assert "the sync's own part" in own["idle"][2]
     # The summary of the node-filter tables takes the probe's file when it is there.
     lan = doc("scheme2-table9", [remote_run({"live": 1.0}, r, 1000, 1000) for r in (0.0, 1.0)])
     lan["experiment"]["cluster"] = {"nodes": 4, "latency": "lan", "replication_factor": 1}

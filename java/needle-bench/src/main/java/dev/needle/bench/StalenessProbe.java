@@ -245,6 +245,7 @@ final class StalenessProbe {
                 }
                 ((Map<String, Object>) out.get(NEEDLE.name())).put("coordinator_decisions", d);
                 out.put("cassandra_mutation_delivery_ms", mutationDelivery());
+                out.put("needle_sync_wait_ms", syncWait());
             } finally {
                 stop.set(true);
                 if (loader != null) {
@@ -282,6 +283,29 @@ final class StalenessProbe {
                 String on = "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
                 NodeJmx jmx = cluster.jmx(n);
                 Map<String, Object> m = new LinkedHashMap<>();
+                m.put("p50", round(((Number) jmx.get(on, "50thPercentile")).doubleValue() / 1000));
+                m.put("p99", round(((Number) jmx.get(on, "99thPercentile")).doubleValue() / 1000));
+                m.put("p99.9", round(((Number) jmx.get(on, "999thPercentile")).doubleValue() / 1000));
+                m.put("max", round(((Number) jmx.get(on, "Max")).doubleValue() / 1000));
+                out.put("node" + n, m);
+            }
+            return out;
+        }
+
+        /**
+         * How long the Needle table's changes waited on their owner for their batch (its {@code
+         * NodeFilterChangeWaitMicros}, each change counted at its batch's oldest, recent samples),
+         * per node: the sync's own part of a copy's lag, apart from Cassandra's delivery of the
+         * batch ({@link #mutationDelivery}).
+         */
+        private Map<String, Object> syncWait() throws IOException {
+            Map<String, Object> out = new LinkedHashMap<>();
+            String on = "org.apache.cassandra.metrics:type=Needle,keyspace=" + KEYSPACE + ",scope=" + NEEDLE.table()
+                    + ",name=NodeFilterChangeWaitMicros";
+            for (int n = 1; n <= o.nodes(); n++) {
+                NodeJmx jmx = cluster.jmx(n);
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("changes", ((Number) jmx.get(on, "Count")).longValue());
                 m.put("p50", round(((Number) jmx.get(on, "50thPercentile")).doubleValue() / 1000));
                 m.put("p99", round(((Number) jmx.get(on, "99thPercentile")).doubleValue() / 1000));
                 m.put("p99.9", round(((Number) jmx.get(on, "999thPercentile")).doubleValue() / 1000));

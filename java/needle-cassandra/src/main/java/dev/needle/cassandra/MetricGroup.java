@@ -2,6 +2,7 @@ package dev.needle.cassandra;
 
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;
+import com.codahale.metrics.Histogram;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongSupplier;
@@ -32,6 +33,11 @@ public final class MetricGroup {
     /** Registers a counter named {@code metric}. */
     public Counter counter(String metric) {
         return CassandraMetricsRegistry.Metrics.register(name(metric), new Counter());
+    }
+
+    /** Registers a histogram named {@code metric} (over JMX with its percentiles, as Cassandra's own). */
+    public Histogram histogram(String metric) {
+        return CassandraMetricsRegistry.Metrics.histogram(name(metric), true);
     }
 
     /** Registers a gauge named {@code metric} that reads {@code value}. */

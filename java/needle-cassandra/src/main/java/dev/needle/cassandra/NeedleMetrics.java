@@ -1,6 +1,7 @@
 package dev.needle.cassandra;
 
 import com.codahale.metrics.Counter;
+import com.codahale.metrics.Histogram;
 import dev.needle.cassandra.storage.FilterStats;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -116,6 +117,11 @@ public final class NeedleMetrics {
     /** Registers a gauge of this table under {@code metric} (replacing one of that name), released with the others. */
     public void gauge(String metric, LongSupplier value) {
         metrics.gauge(metric, value);
+    }
+
+    /** Registers a histogram of this table under {@code metric} (replacing one of that name), released with the others. */
+    public Histogram histogram(String metric) {
+        return metrics.histogram(metric);
     }
 
     /** Removes this table's metrics (its index was dropped). */

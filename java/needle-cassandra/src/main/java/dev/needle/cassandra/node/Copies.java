@@ -179,7 +179,7 @@ final class Copies {
                     throw new IOException("a batch of changes " + seqStart + ".." + seqEnd + " holds "
                             + c.hashes().length + " changes");
                 }
-                copy.batch(new OwnerFilter.Batch(epoch, seqStart, seqEnd, cut, c.hashes(), c.removals()), now);
+                copy.batch(new OwnerFilter.Batch(epoch, seqStart, seqEnd, cut, c.hashes(), c.removals(), 0), now);
             }
             case "snapshot_chunks" -> snapshotChunk(copy, owner, table, row, now);
             default -> {}

@@ -95,6 +95,7 @@ public final class NodeFilters {
         m.gauge("NodeFilterPublishedBytes", o.filter::publishedBytes);
         m.gauge("NodeFilterMaxCopyAgeMillis", () -> copies.maxCopyAge(o.table));
         m.gauge("NodeFilterRowsDropped", copies.rowsDropped::get);
+        o.changeWaitMicros = m.histogram("NodeFilterChangeWaitMicros");
     }
 
     /** A Needle index went away: stop publishing its table and forget the copies of it. */

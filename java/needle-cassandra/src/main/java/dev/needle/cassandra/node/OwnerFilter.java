@@ -68,6 +68,8 @@ final class OwnerFilter {
         long[] hashes = new long[64];
         boolean[] removals = new boolean[64];
         int queued;
+        /** When the oldest change queued was queued ({@link System#nanoTime}). */
+        long queuedSinceNanos;
         /** Published keys this receiver holds. */
         long keys;
     }
@@ -97,9 +99,18 @@ final class OwnerFilter {
     /**
      * Changes {@code (seqStart, seqEnd]} of an epoch for one receiver, in order: the i-th has
      * sequence number {@code seqStart + 1 + i}. Cut at owner time {@code cutMillis}: every change
-     * the owner made before then is in this batch or an earlier one.
+     * the owner made before then is in this batch or an earlier one. On the owner, {@code
+     * queuedSinceNanos} is when its oldest change was queued ({@link System#nanoTime}; 0 in a
+     * batch received).
      */
-    record Batch(long epoch, long seqStart, long seqEnd, long cutMillis, long[] hashes, boolean[] removals) {
+    record Batch(
+            long epoch,
+            long seqStart,
+            long seqEnd,
+            long cutMillis,
+            long[] hashes,
+            boolean[] removals,
+            long queuedSinceNanos) {
         int size() {
             return hashes.length;
         }
@@ -247,6 +258,9 @@ final class OwnerFilter {
                     st.hashes = Arrays.copyOf(st.hashes, st.queued * 2);
                     st.removals = Arrays.copyOf(st.removals, st.queued * 2);
                 }
+                if (st.queued == 0) {
+                    st.queuedSinceNanos = System.nanoTime();
+                }
                 st.hashes[st.queued] = hash;
                 st.removals[st.queued] = removal;
                 st.queued++;
@@ -368,7 +382,8 @@ final class OwnerFilter {
                     st.seq,
                     System.currentTimeMillis(),
                     Arrays.copyOf(st.hashes, st.queued),
-                    Arrays.copyOf(st.removals, st.queued));
+                    Arrays.copyOf(st.removals, st.queued),
+                    st.queuedSinceNanos);
             st.sentUpTo = st.seq;
             st.queued = 0;
             return b;

@@ -1,5 +1,6 @@
 package dev.needle.cassandra.node;
 
+import com.codahale.metrics.Histogram;
 import dev.needle.cassandra.NeedleOptions;
 import dev.needle.cassandra.storage.KeyEvents;
 import dev.needle.cassandra.storage.StorageFilter;
@@ -215,6 +216,24 @@ final class OwnerTable implements KeyEvents {
      * receiver, and no change waits for others to share its message.
      */
     static final int LIGHT_CHANGES_PER_SECOND = 16;
+
+    /**
+     * How long each change sent waited on this owner for its batch, in microseconds, counted at
+     * its batch's oldest (so at most what it waited): the sync's own part of a copy's lag, apart
+     * from Cassandra's delivery of the message. Null until the metrics are registered.
+     */
+    volatile Histogram changeWaitMicros;
+
+    /** Counts the wait of every change of {@code b}, sent at {@code nowNanos}, at its oldest's. */
+    void waited(OwnerFilter.Batch b, long nowNanos) {
+        Histogram h = changeWaitMicros;
+        if (h != null && b.queuedSinceNanos() != 0) {
+            long micros = Math.max(0, (nowNanos - b.queuedSinceNanos()) / 1000);
+            for (int i = 0; i < b.size(); i++) {
+                h.update(micros);
+            }
+        }
+    }
 
     /** Times and sizes of the batches sent in about the last second, oldest first (publisher thread). */
     private final ArrayDeque<long[]> recentBatches = new ArrayDeque<>();

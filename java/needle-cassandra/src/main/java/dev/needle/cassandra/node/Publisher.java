@@ -234,6 +234,7 @@ final class Publisher {
                 if (b == null) {
                     continue;
                 }
+                o.waited(b, System.nanoTime());
                 ByteBuffer blob = SyncCodec.encode(b.hashes(), b.removals());
                 o.bytesSent.addAndGet(blob.remaining());
                 o.batchBytesSent.addAndGet(blob.remaining());
