@@ -5,6 +5,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.function.Function;
 import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.utils.ByteBufferUtil;
 
@@ -108,8 +109,7 @@ final class IndexPagingState {
     }
 
     static Rest decodeRest(ByteBuffer state) {
-        ByteBuffer b = state.duplicate();
-        try {
+        return parsed(state, b -> {
             if (!isRestOfScan(b)) {
                 throw new InvalidRequestException("not a paging state of a Needle range query's scan");
             }
@@ -120,10 +120,19 @@ final class IndexPagingState {
                 throw new IllegalArgumentException(b.remaining() + " bytes after the scan's key");
             }
             return new Rest(after, scanKey);
+        });
+    }
+
+    /**
+     * {@code parse} applied to a copy of {@code state}: what fails in it other than with a clear
+     * error of its own is a corrupt paging state.
+     */
+    private static <T> T parsed(ByteBuffer state, Function<ByteBuffer, T> parse) {
+        try {
+            return parse.apply(state.duplicate());
+        } catch (InvalidRequestException e) {
+            throw e;
         } catch (RuntimeException e) {
-            if (e instanceof InvalidRequestException ire) {
-                throw ire;
-            }
             throw new InvalidRequestException("a corrupt paging state for a Needle range query: " + e);
         }
     }
@@ -141,8 +150,7 @@ final class IndexPagingState {
     }
 
     static Continuation decode(ByteBuffer state) {
-        ByteBuffer b = state.duplicate();
-        try {
+        return parsed(state, b -> {
             if (!isIndexPosition(b)) {
                 throw new InvalidRequestException("not a paging state of a Needle range query");
             }
@@ -159,11 +167,6 @@ final class IndexPagingState {
                 throw new IllegalArgumentException(b.remaining() + " bytes after the position");
             }
             return new Continuation(after, before);
-        } catch (RuntimeException e) {
-            if (e instanceof InvalidRequestException ire) {
-                throw ire;
-            }
-            throw new InvalidRequestException("a corrupt paging state for a Needle range query: " + e);
-        }
+        });
     }
 }
