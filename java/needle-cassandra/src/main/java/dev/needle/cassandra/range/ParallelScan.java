@@ -85,7 +85,7 @@ final class ParallelScan {
      * statement's own) selects and {@code keep} (if not null) keeps at the coordinator, from
      * {@code paging} on (null: from the ring's start), at most {@code remaining} more in all.
      * With rows that {@code keep} drops, a page may end short of its size where a split's read
-     * stopped at its limit.
+     * stopped at its limit, but never empty while rows may follow.
      */
     static ResultMessage.Rows answer(
             SelectStatement select,
@@ -165,11 +165,23 @@ final class ParallelScan {
                 previousHadRows = kept > 0;
                 if (emitted == want) {
                     more = used < s.rows().size() || !s.exhausted() || next < splits.size() || !reading.isEmpty();
-                } else if (!s.exhausted()) {
+                } else if (!s.exhausted() && emitted > 0) {
                     // The split's read stopped at its limit on rows this page dropped: the page
                     // ends after the last of them, and the next goes on in this split.
                     more = true;
                     break;
+                } else if (!s.exhausted()) {
+                    // The same, on a page with no row yet: the split is read on from there first,
+                    // for a page is never empty with more to come (the Java driver's synchronous
+                    // iteration ends at an empty page).
+                    PagingState from = new PagingState(
+                            last.key().getKey(),
+                            PagingState.RowMark.create(select.table, last.row(), version),
+                            remaining - emitted,
+                            DataLimits.NO_LIMIT);
+                    int limit = want - emitted;
+                    PartitionRangeReadCommand part = s.part();
+                    reading.addFirst(RangeThreads.POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
                 }
             }
         } finally {
@@ -209,8 +221,8 @@ final class ParallelScan {
         }
     }
 
-    /** The rows one split returned, in token order, and whether the split has no more. */
-    private record Split(List<FetchedRow> rows, boolean exhausted) {}
+    /** The rows one split's read returned, in token order, whether the split has no more, and its read. */
+    private record Split(List<FetchedRow> rows, boolean exhausted, PartitionRangeReadCommand part) {}
 
     private static Split read(
             PartitionRangeReadCommand part,
@@ -223,7 +235,7 @@ final class ParallelScan {
         QueryPager pager = part.getPager(from, version);
         List<FetchedRow> rows = new ArrayList<>();
         FetchedRow.forEach(pager.fetchPage(limit, cl, state.getClientState(), t), rows::add);
-        return new Split(rows, pager.isExhausted());
+        return new Split(rows, pager.isExhausted(), part);
     }
 
     /**
