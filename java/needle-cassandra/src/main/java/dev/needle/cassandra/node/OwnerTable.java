@@ -203,19 +203,20 @@ final class OwnerTable implements KeyEvents {
     /** Changes that make a message worth sending at once (4 KB of them). */
     static final int FULL_BATCH = 512;
     /**
-     * Changes that pay for their message many times over (about 1.4 bytes each for its 180):
-     * they go once {@link #MIN_GAP_MILLIS} has passed since the last batch, so a copy under a
-     * heavy stream lags by about that gap, not by the whole hold.
+     * Changes that pay for their message many times over (about 3 bytes each for its 180): they
+     * go once {@link #MIN_GAP_MILLIS} has passed since the last batch, so a copy under a heavy
+     * stream lags by about that gap, not by the whole hold.
      */
-    static final int PAYING_BATCH = 128;
-    /** The least time between two batches that {@link #PAYING_BATCH} sends (at most 10 a second). */
-    static final long MIN_GAP_MILLIS = 100;
+    static final int PAYING_BATCH = 64;
+    /** The least time between two batches that {@link #PAYING_BATCH} sends (at most 20 a second). */
+    static final long MIN_GAP_MILLIS = 50;
     /**
      * Changes a second that a stream may carry and still send each at once: a light stream
      * (the changes of an idle cluster) costs a message per change, at most this many a second per
-     * receiver, and no change waits for others to share its message.
+     * receiver (about 6 KB/s), and no change waits for others to share its message. A stream of
+     * tens of changes a second per node (50 in the staleness probe's paced phase) is batched.
      */
-    static final int LIGHT_CHANGES_PER_SECOND = 16;
+    static final int LIGHT_CHANGES_PER_SECOND = 32;
 
     /**
      * How long each change sent waited on this owner for its batch, in microseconds, counted at
