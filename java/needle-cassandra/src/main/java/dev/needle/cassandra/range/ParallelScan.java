@@ -174,11 +174,7 @@ final class ParallelScan {
                     // The same, on a page with no row yet: the split is read on from there first,
                     // for a page is never empty with more to come (the Java driver's synchronous
                     // iteration ends at an empty page).
-                    PagingState from = new PagingState(
-                            last.key().getKey(),
-                            PagingState.RowMark.create(select.table, last.row(), version),
-                            remaining - emitted,
-                            DataLimits.NO_LIMIT);
+                    PagingState from = after(select, last, remaining - emitted, version);
                     int limit = want - emitted;
                     PartitionRangeReadCommand part = s.part();
                     reading.addFirst(RangeThreads.POOL.submit(() -> read(part, from, limit, cl, state, version, t)));
@@ -189,13 +185,18 @@ final class ParallelScan {
         }
         ResultSet rs = result.build();
         if (more && remaining - emitted > 0 && last != null) {
-            rs.metadata.setHasMorePages(new PagingState(
-                    last.key().getKey(),
-                    PagingState.RowMark.create(select.table, last.row(), version),
-                    remaining - emitted,
-                    DataLimits.NO_LIMIT));
+            rs.metadata.setHasMorePages(after(select, last, remaining - emitted, version));
         }
         return new ResultMessage.Rows(rs);
+    }
+
+    /** Cassandra's own paging state for going on after {@code row}, with {@code remaining} rows left. */
+    private static PagingState after(SelectStatement select, FetchedRow row, int remaining, ProtocolVersion version) {
+        return new PagingState(
+                row.key().getKey(),
+                PagingState.RowMark.create(select.table, row.row(), version),
+                remaining,
+                DataLimits.NO_LIMIT);
     }
 
     /**
