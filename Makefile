@@ -87,11 +87,12 @@ requirements-hash = $(shell sha256sum $(1) | cut -c1-16)
 PY_STAMP := $(PY_VENV)/installed-$(call requirements-hash,python/requirements-test.txt)
 LINT_STAMP := $(LINT_VENV)/installed-$(call requirements-hash,requirements-lint.txt)
 
-LINT_PATHS := deploy deploy/repro/commitlog-loss-check bench/plot bench/data-lake bench/jvm-filters bench/partition-index python
+LINT_PATHS := deploy deploy/needle-cluster deploy/repro/commitlog-loss-check bench/plot bench/data-lake bench/jvm-filters bench/partition-index python
 lint-python: $(LINT_STAMP)
 	$(LINT_VENV)/bin/ruff check $(LINT_PATHS)
 	$(LINT_VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(LINT_VENV)/bin/mypy --config-file python/pyproject.toml python/needle
+	$(LINT_VENV)/bin/mypy --config-file deploy/pyproject.toml deploy/needle_cluster
 
 test-python: test-cluster-tool test-python-package
 

@@ -268,8 +268,6 @@ def compute_targets(rows):
                 ratios.append({"n": n, "fpp": fpp, "lookup": metric, "met": None, "why": "missing measurement"})
                 continue
             ratio = b["ns_per_key"] / a["ns_per_key"]
-            # Conservative: competitor at its fastest, Needle at its slowest within the reported error
-            # (min/max of the samples when JMH gives no error).
             # Conservative: CuckooFilter4J's fastest measured iteration against Needle's slowest (JMH's 99.9% interval
             # from 3 iterations is too wide to bound anything).
             b_lo, a_hi = b["min_ns"], a["max_ns"]

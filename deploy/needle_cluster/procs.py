@@ -13,7 +13,7 @@ from .config import MAIN_CLASS, MARKER
 
 # Popen handles of nodes started by this Python process, so that ended nodes
 # are reaped and never linger as zombies that still answer kill(pid, 0).
-_CHILDREN = {}
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def remember_child(popen):

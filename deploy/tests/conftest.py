@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from needle_cluster import procs
+from needle_cluster.cluster import Cluster
+from needle_cluster.config import MARKER, jmx_port
+
 DEPLOY = Path(__file__).resolve().parents[1]
 TOOL = DEPLOY / "needle-cluster"
-sys.path.insert(0, str(DEPLOY))
-
-from needle_cluster import procs  # noqa: E402
-from needle_cluster.cluster import Cluster  # noqa: E402
-from needle_cluster.config import MARKER, jmx_port  # noqa: E402
 
 
 def run(cluster_dir, *args, env=None, timeout=600):
