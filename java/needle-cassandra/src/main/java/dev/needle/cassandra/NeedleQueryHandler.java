@@ -2,6 +2,7 @@ package dev.needle.cassandra;
 
 import dev.needle.cassandra.node.CoordinatorCheck;
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.range.EntryWriter;
 import dev.needle.cassandra.range.RangeStatements;
 import dev.needle.cassandra.views.NeedleViews;
 import java.nio.ByteBuffer;
@@ -39,7 +40,7 @@ import org.apache.cassandra.utils.MD5Digest;
  * </ul>
  *
  * A range SELECT on a column with a {@link NeedleRangeIndex} is answered from that index, and a
- * write that sets such a column writes the index entries first ({@link RangeStatements}).
+ * write that sets such a column writes the index entries first ({@link EntryWriter}).
  *
  * <p>Everything else goes to Cassandra unchanged; a write through this handler is remembered so that
  * reads of its keys through this coordinator are not skipped on copies that may not know it yet.
@@ -128,7 +129,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         if (!(statement instanceof SelectStatement select)) {
             if (statement instanceof ModificationStatement write) {
                 recordWrite(write, state, options);
-                RangeStatements.beforeWrite(write, state, options, requestTime);
+                EntryWriter.beforeWrite(write, state, options, requestTime);
             }
             return stockWay.get();
         }
@@ -168,7 +169,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         for (int i = 0; i < writes.size(); i++) {
             recordWrite(writes.get(i), state, options.forStatement(i));
         }
-        RangeStatements.beforeBatch(statement, state, options, requestTime);
+        EntryWriter.beforeBatch(statement, state, options, requestTime);
         return stock.processBatch(statement, state, options, customPayload, requestTime);
     }
 

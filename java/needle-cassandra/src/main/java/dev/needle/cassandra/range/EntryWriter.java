@@ -3,8 +3,15 @@ package dev.needle.cassandra.range;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.apache.cassandra.cql3.Attributes;
+import org.apache.cassandra.cql3.BatchQueryOptions;
+import org.apache.cassandra.cql3.QueryOptions;
+import org.apache.cassandra.cql3.VariableSpecifications;
+import org.apache.cassandra.cql3.statements.BatchStatement;
+import org.apache.cassandra.cql3.statements.ModificationStatement;
 import org.apache.cassandra.db.Clustering;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.IMutation;
@@ -13,13 +20,14 @@ import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.net.MessagingService;
+import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.StorageProxy;
 import org.apache.cassandra.transport.Dispatcher;
 
 /**
  * Writes the index entries of a write before the write itself is sent: the query handler calls
- * {@link #write} with the mutations a statement will apply and sends the statement only when the
- * entries are at (at least) a quorum. So a row value that any replica holds has its entry where a
+ * {@link #beforeWrite} or {@link #beforeBatch}, which write the entries of the mutations the
+ * statement will apply, and sends the statement only when the entries are at (at least) a quorum. So a row value that any replica holds has its entry where a
  * quorum read of the index finds it. An entry whose write then fails or is overwritten is stale,
  * and reads drop it ({@link RangeRead}): no write path has to read before it writes.
  */
@@ -30,6 +38,59 @@ public final class EntryWriter {
     static final int CLUSTERING_FORMAT = MessagingService.VERSION_40;
 
     private EntryWriter() {}
+
+    /** Writes the index entries of a write (if it sets an indexed column) before it is sent. */
+    public static void beforeWrite(
+            ModificationStatement write, QueryState state, QueryOptions options, Dispatcher.RequestTime t) {
+        List<RangeIndex> indexes = indexesSetBy(write);
+        if (indexes.isEmpty()) {
+            return;
+        }
+        BatchStatement one = new BatchStatement(
+                BatchStatement.Type.UNLOGGED, VariableSpecifications.empty(), List.of(write), Attributes.none());
+        List<? extends IMutation> mutations = one.getMutations(
+                state.getClientState(),
+                BatchQueryOptions.withoutPerStatementVariables(options),
+                false,
+                options.getTimestamp(state),
+                options.getNowInSeconds(state),
+                t);
+        for (RangeIndex index : indexes) {
+            write(index, mutations, options.getConsistency(), t);
+        }
+    }
+
+    /** Writes the index entries of a batch's writes before the batch is sent. */
+    public static void beforeBatch(
+            BatchStatement batch, QueryState state, BatchQueryOptions options, Dispatcher.RequestTime t) {
+        boolean any = false;
+        for (ModificationStatement w : batch.getStatements()) {
+            any |= !indexesSetBy(w).isEmpty();
+        }
+        if (!any) {
+            return;
+        }
+        List<? extends IMutation> mutations = batch.getMutations(
+                state.getClientState(), options, false, options.getTimestamp(state), options.getNowInSeconds(state), t);
+        Set<RangeIndex> seen = new HashSet<>();
+        for (ModificationStatement w : batch.getStatements()) {
+            for (RangeIndex index : indexesSetBy(w)) {
+                if (seen.add(index)) {
+                    write(index, mutations, options.getConsistency(), t);
+                }
+            }
+        }
+    }
+
+    private static List<RangeIndex> indexesSetBy(ModificationStatement write) {
+        List<RangeIndex> all = RangeIndexes.of(write.metadata().id);
+        if (all.isEmpty()) {
+            return all;
+        }
+        return all.stream()
+                .filter(i -> write.updatedColumns().contains(i.column()))
+                .toList();
+    }
 
     /** One entry: the row's primary key under its indexed value, with the value's time and TTL. */
     record Entry(ByteBuffer value, ByteBuffer pk, ByteBuffer ck, long timestamp, int ttl) {}

@@ -13,7 +13,7 @@ import org.apache.cassandra.utils.ByteBufferUtil;
  * The paging state of a range query answered by the index: it stands where Cassandra's paging
  * state holds a partition key, and says after which entry the next page starts and what the
  * query's earlier pages did. A query whose index pages gave way to the scan for the rest of its
- * range ({@link RangeStatements}) carries the entry its index pages ended at and, beside it, the
+ * range ({@link LaterPages}) carries the entry its index pages ended at and, beside it, the
  * scan's own partition key (the row mark stays in Cassandra's paging state). Any driver hands it
  * back unchanged.
  */

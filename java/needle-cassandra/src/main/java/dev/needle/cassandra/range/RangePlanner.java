@@ -21,7 +21,7 @@ public final class RangePlanner {
         SAI,
         /** Needle's ordered index. */
         INDEX,
-        /** The client's own parallel scan, when it asked for a plan (see RangeStatements). */
+        /** The client's own parallel scan, when it asked for a plan (see RangePayload). */
         CLIENT_SCAN;
 
         /** The strategy's name in tracing, views and payloads: "scan", "sai", "index", "client-scan". */

@@ -9,10 +9,10 @@ import org.junit.jupiter.api.Test;
 class RangePayloadTest {
     @Test
     void clientAndHandlerUseTheSameKeys() {
-        assertEquals(RangeStatements.STRATEGY_PAYLOAD, RangeQuery.STRATEGY_PAYLOAD);
-        assertEquals(RangeStatements.PLAN_PAYLOAD, RangeQuery.PLAN_PAYLOAD);
-        assertEquals(RangeStatements.ESTIMATE_PAYLOAD, RangeQuery.ESTIMATE_PAYLOAD);
-        assertEquals(RangeStatements.CLIENT_SCAN_PAYLOAD, RangeQuery.CLIENT_SCAN_PAYLOAD);
+        assertEquals(RangePayload.STRATEGY_PAYLOAD, RangeQuery.STRATEGY_PAYLOAD);
+        assertEquals(RangePayload.PLAN_PAYLOAD, RangeQuery.PLAN_PAYLOAD);
+        assertEquals(RangePayload.ESTIMATE_PAYLOAD, RangeQuery.ESTIMATE_PAYLOAD);
+        assertEquals(RangePayload.CLIENT_SCAN_PAYLOAD, RangeQuery.CLIENT_SCAN_PAYLOAD);
         assertEquals("client-scan", RangePlanner.Strategy.CLIENT_SCAN.label());
     }
 }
