@@ -9,7 +9,6 @@ import dev.needle.filter.CuckooFilter;
 import dev.needle.filter.KeyFilter;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.UUID;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
@@ -78,8 +77,6 @@ final class OwnerTable implements KeyEvents {
     long lastBeatEpoch = -1;
 
     boolean lastBeatClaim;
-    /** When the last batch of changes went out. */
-    long lastBatchMillis;
     /** When the last batch went to each receiver of the epoch, by receiver index. */
     long[] lastBatchTo = new long[0];
 
@@ -167,7 +164,7 @@ final class OwnerTable implements KeyEvents {
         boolean same = claim == lastBeatClaim && filter.epoch() == lastBeatEpoch;
         // A receiver whose keys did not change hears only heartbeats: batches flow for the
         // table only while every receiver gets them.
-        long oldestBatch = lastBatchTo.length == 0 ? lastBatchMillis : Long.MAX_VALUE;
+        long oldestBatch = lastBatchTo.length == 0 ? pacing.lastBatchMillis : Long.MAX_VALUE;
         for (long t : lastBatchTo) {
             oldestBatch = Math.min(oldestBatch, t);
         }
@@ -180,43 +177,6 @@ final class OwnerTable implements KeyEvents {
                 options.stalenessMillis,
                 phaseMillis);
     }
-
-    /**
-     * How long changes may wait for more to share their message while batches follow each other
-     * closely: half the staleness bound S, the heartbeats' interval, between {@link
-     * Publisher#BATCH_MILLIS} and {@link #MAX_HOLD_MILLIS}. Every message costs its sender and
-     * receiver about the same CPU whatever it carries (a Cassandra mutation and its response),
-     * and a node sends one per receiver per batch, so under load the hold sets what the sync
-     * costs (docs/node-filters.md, Costs). While changes flow, a copy hears from its owner every
-     * S/2 plus a round, as it does from heartbeats when nothing changes, which leaves the other
-     * half of S for the message to arrive. A larger S buys a cheaper sync: fewer, fuller messages.
-     */
-    long holdMillis() {
-        return holdMillis(options.stalenessMillis);
-    }
-
-    static long holdMillis(long stalenessMillis) {
-        return Math.max(Publisher.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 2));
-    }
-
-    static final long MAX_HOLD_MILLIS = 1000;
-    /** Changes that make a message worth sending at once (4 KB of them). */
-    static final int FULL_BATCH = 512;
-    /**
-     * Changes that pay for their message many times over (about 3 bytes each for its 180): they
-     * go once {@link #MIN_GAP_MILLIS} has passed since the last batch, so a copy under a heavy
-     * stream lags by about that gap, not by the whole hold.
-     */
-    static final int PAYING_BATCH = 64;
-    /** The least time between two batches that {@link #PAYING_BATCH} sends (at most 20 a second). */
-    static final long MIN_GAP_MILLIS = 50;
-    /**
-     * Changes a second that a stream may carry and still send each at once: a light stream
-     * (the changes of an idle cluster) costs a message per change, at most this many a second per
-     * receiver (about 6 KB/s), and no change waits for others to share its message. A stream of
-     * tens of changes a second per node (50 in the staleness probe's paced phase) is batched.
-     */
-    static final int LIGHT_CHANGES_PER_SECOND = 32;
 
     /**
      * How long each change sent waited on this owner for its batch, in microseconds, counted at
@@ -236,57 +196,12 @@ final class OwnerTable implements KeyEvents {
         }
     }
 
-    /** Times and sizes of the batches sent in about the last second, oldest first (publisher thread). */
-    private final ArrayDeque<long[]> recentBatches = new ArrayDeque<>();
-    /** The changes of {@link #recentBatches}. */
-    private long recentChanges;
+    /** When batches go out. */
+    final BatchPacing pacing = new BatchPacing();
 
-    /** Records a batch of {@code changes} (the most any receiver got) sent at {@code nowMillis}. */
-    void batchSent(long nowMillis, int changes) {
-        lastBatchMillis = nowMillis;
-        recentBatches.addLast(new long[] {nowMillis, changes});
-        recentChanges += changes;
-    }
-
-    /** The changes sent in the last second, by the batches {@link #batchSent} recorded. */
-    long sentInLastSecond(long nowMillis) {
-        while (!recentBatches.isEmpty() && recentBatches.peekFirst()[0] <= nowMillis - 1000) {
-            recentChanges -= recentBatches.pollFirst()[1];
-        }
-        return recentChanges;
-    }
-
-    /** Whether the queued changes go out in this round ({@link #batchDue(int, long, boolean, long, long)}). */
+    /** Whether the queued changes go out in this round ({@link BatchPacing#due}). */
     boolean batchDue(long nowMillis, boolean beatDue) {
-        return batchDue(
-                filter.queued(), nowMillis - lastBatchMillis, beatDue, holdMillis(), sentInLastSecond(nowMillis));
-    }
-
-    /**
-     * Whether the queued changes go out now, as Nagle's algorithm decides for small packets: every
-     * batch costs one message and its response to every other node (about 180 bytes), whatever it
-     * carries (about 9 bytes per change). In a light stream (with the queued ones, at most {@link
-     * #LIGHT_CHANGES_PER_SECOND} changes in the last second) each change goes at once, in the
-     * next publisher round (within {@link Publisher#BATCH_MILLIS}), as does a change after a
-     * quiet spell of {@code holdMillis}; while a heavier stream flows, changes gather until
-     * {@link #FULL_BATCH} of them wait, or {@link #PAYING_BATCH} and {@link #MIN_GAP_MILLIS} has
-     * passed since the last batch, or {@code holdMillis} has. They also go before a heartbeat,
-     * which must never say the owner is further on than the batches sent (a copy would wait for
-     * the gap to close).
-     *
-     * @param queued         changes waiting (the most any receiver has)
-     * @param sinceLastBatch milliseconds since the last batch went out
-     * @param beatDue        a heartbeat goes out in this round
-     * @param holdMillis     the longest a change waits for others ({@link #holdMillis()})
-     * @param sentLastSecond changes sent in the last second (the most any receiver got)
-     */
-    static boolean batchDue(int queued, long sinceLastBatch, boolean beatDue, long holdMillis, long sentLastSecond) {
-        return queued > 0
-                && (beatDue
-                        || queued >= FULL_BATCH
-                        || sinceLastBatch >= holdMillis
-                        || sentLastSecond + queued <= LIGHT_CHANGES_PER_SECOND
-                        || (queued >= PAYING_BATCH && sinceLastBatch >= MIN_GAP_MILLIS));
+        return pacing.due(filter.queued(), nowMillis, beatDue, BatchPacing.holdMillis(options.stalenessMillis));
     }
 
     /** Whether the published set can be trusted by others right now. */

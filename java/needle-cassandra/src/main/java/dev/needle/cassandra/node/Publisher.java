@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The owner's side of node filters: one thread that, every {@link #BATCH_MILLIS} ms, publishes
  * for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
- * epoch, then batches of changes as they come ({@link OwnerTable#batchDue}), and heartbeats
+ * epoch, then batches of changes as they come ({@link BatchPacing#batchDue}), and heartbeats
  * ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's keys
  * ({@link RingView}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
  * changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
@@ -42,7 +42,7 @@ final class Publisher {
 
     /** Snapshot bytes per row of the sync keyspace. */
     static final int CHUNK_BYTES = 1 << 20;
-    /** The publisher's round: changes wait at least this long to be sent, and more while they stream in ({@link OwnerTable#batchDue}). */
+    /** The publisher's round: changes wait at least this long to be sent, and more while they stream in ({@link BatchPacing#batchDue}). */
     static final long BATCH_MILLIS = 5;
     /** An owner sends at most one asked-for snapshot of a table this often. */
     static final long SNAPSHOT_INTERVAL_MILLIS = 1000;
@@ -225,7 +225,7 @@ final class Publisher {
         }
         boolean beatDue = o.beatDue(now, o.ready(), phaseMillis(me));
         if (o.batchDue(now, beatDue)) {
-            o.batchSent(now, o.filter.queued());
+            o.pacing.batchSent(now, o.filter.queued());
             if (s.unseenGeneration() != generation) {
                 return; // this epoch is over: the next round starts a new one
             }

@@ -8,62 +8,62 @@ import java.util.ArrayDeque;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** When an owner sends its queued changes ({@link OwnerTable#batchDue}) and its heartbeats ({@link OwnerTable#beatDue}). */
+/** When an owner sends its queued changes ({@link BatchPacing#batchDue}) and its heartbeats ({@link OwnerTable#beatDue}). */
 class BatchingTest {
     private static final long S = 1000;
     private static final long BEAT = OwnerTable.beatIntervalMillis(S);
 
     @Test
     void theHoldIsHalfTheStalenessBoundWithinItsLimits() {
-        assertEquals(500, OwnerTable.holdMillis(1000));
-        assertEquals(250, OwnerTable.holdMillis(500));
-        assertEquals(30, OwnerTable.holdMillis(60));
-        assertEquals(Publisher.BATCH_MILLIS, OwnerTable.holdMillis(10));
-        assertEquals(OwnerTable.MAX_HOLD_MILLIS, OwnerTable.holdMillis(3_600_000));
+        assertEquals(500, BatchPacing.holdMillis(1000));
+        assertEquals(250, BatchPacing.holdMillis(500));
+        assertEquals(30, BatchPacing.holdMillis(60));
+        assertEquals(Publisher.BATCH_MILLIS, BatchPacing.holdMillis(10));
+        assertEquals(BatchPacing.MAX_HOLD_MILLIS, BatchPacing.holdMillis(3_600_000));
         assertEquals(500, OwnerTable.beatIntervalMillis(1000));
     }
 
     /** Changes sent in the last second by a stream heavier than a light one. */
-    private static final long HEAVY = 10 * OwnerTable.LIGHT_CHANGES_PER_SECOND;
+    private static final long HEAVY = 10 * BatchPacing.LIGHT_CHANGES_PER_SECOND;
 
     @Test
     void aChangeAfterAQuietSpellGoesAtOnce() {
-        assertTrue(OwnerTable.batchDue(1, 50, false, 50, HEAVY));
-        assertTrue(OwnerTable.batchDue(1, 5_000, false, 50, HEAVY));
+        assertTrue(BatchPacing.batchDue(1, 50, false, 50, HEAVY));
+        assertTrue(BatchPacing.batchDue(1, 5_000, false, 50, HEAVY));
     }
 
     @Test
     void inALightStreamEachChangeGoesAtOnce() {
-        int light = OwnerTable.LIGHT_CHANGES_PER_SECOND;
-        assertTrue(OwnerTable.batchDue(1, 5, false, 500, 0));
-        assertTrue(OwnerTable.batchDue(1, 5, false, 500, light - 1));
-        assertTrue(OwnerTable.batchDue(3, 5, false, 500, light - 3));
-        assertFalse(OwnerTable.batchDue(1, 5, false, 500, light), "the stream is no longer light");
-        assertFalse(OwnerTable.batchDue(3, 5, false, 500, light - 2));
+        int light = BatchPacing.LIGHT_CHANGES_PER_SECOND;
+        assertTrue(BatchPacing.batchDue(1, 5, false, 500, 0));
+        assertTrue(BatchPacing.batchDue(1, 5, false, 500, light - 1));
+        assertTrue(BatchPacing.batchDue(3, 5, false, 500, light - 3));
+        assertFalse(BatchPacing.batchDue(1, 5, false, 500, light), "the stream is no longer light");
+        assertFalse(BatchPacing.batchDue(3, 5, false, 500, light - 2));
     }
 
     @Test
     void streamingChangesWaitForAFullBatchTheHoldOrAHeartbeat() {
-        assertFalse(OwnerTable.batchDue(1, 5, false, 50, HEAVY));
-        assertFalse(OwnerTable.batchDue(OwnerTable.FULL_BATCH - 1, 49, false, 50, HEAVY));
-        assertTrue(OwnerTable.batchDue(OwnerTable.FULL_BATCH, 0, false, 50, HEAVY), "a full batch");
-        assertTrue(OwnerTable.batchDue(1, 5, true, 50, HEAVY), "before a heartbeat");
-        assertFalse(OwnerTable.batchDue(0, 5_000, true, 50, HEAVY), "nothing to send");
+        assertFalse(BatchPacing.batchDue(1, 5, false, 50, HEAVY));
+        assertFalse(BatchPacing.batchDue(BatchPacing.FULL_BATCH - 1, 49, false, 50, HEAVY));
+        assertTrue(BatchPacing.batchDue(BatchPacing.FULL_BATCH, 0, false, 50, HEAVY), "a full batch");
+        assertTrue(BatchPacing.batchDue(1, 5, true, 50, HEAVY), "before a heartbeat");
+        assertFalse(BatchPacing.batchDue(0, 5_000, true, 50, HEAVY), "nothing to send");
     }
 
     @Test
     void aHeavyStreamSendsBatchesThatPayForTheirMessageAtMostEveryGap() {
-        long gap = OwnerTable.MIN_GAP_MILLIS;
-        int paying = OwnerTable.PAYING_BATCH;
-        assertTrue(OwnerTable.batchDue(paying, gap, false, 500, HEAVY));
-        assertFalse(OwnerTable.batchDue(paying, gap - 1, false, 500, HEAVY), "not sooner than the gap");
-        assertFalse(OwnerTable.batchDue(paying - 1, 499, false, 500, HEAVY), "fewer wait for the hold");
+        long gap = BatchPacing.MIN_GAP_MILLIS;
+        int paying = BatchPacing.PAYING_BATCH;
+        assertTrue(BatchPacing.batchDue(paying, gap, false, 500, HEAVY));
+        assertFalse(BatchPacing.batchDue(paying, gap - 1, false, 500, HEAVY), "not sooner than the gap");
+        assertFalse(BatchPacing.batchDue(paying - 1, 499, false, 500, HEAVY), "fewer wait for the hold");
     }
 
     /** The changes of the last second, as the publisher records its batches. */
     @Test
     void theChangesOfTheLastSecondCountTheBatchesSentInIt() {
-        OwnerTable o = new OwnerTable(java.util.UUID.randomUUID(), null, null);
+        BatchPacing o = new BatchPacing();
         assertEquals(0, o.sentInLastSecond(10_000));
         o.batchSent(10_000, 5);
         o.batchSent(10_400, 7);
@@ -139,7 +139,7 @@ class BatchingTest {
      */
     @Test
     void noChangeWaitsLongerThanTheHoldPlusARoundAndMessagesThinOutUnderLoad() {
-        long hold = OwnerTable.holdMillis(S);
+        long hold = BatchPacing.holdMillis(S);
         for (double perSecond : new double[] {5, 50, 200, 500, 2000, 5000}) {
             SplittableRandom r = new SplittableRandom((long) perSecond);
             ArrayDeque<Double> queue = new ArrayDeque<>(); // arrival times of queued changes
@@ -150,14 +150,14 @@ class BatchingTest {
             double longestWaitAfterQuiet = 0;
             long longestSilence = 0;
             long seconds = 60;
-            OwnerTable sent = new OwnerTable(java.util.UUID.randomUUID(), null, null); // its record of batches
+            BatchPacing sent = new BatchPacing(); // its record of batches
             for (long now = 0; now < seconds * 1000; now += Publisher.BATCH_MILLIS) {
                 while (nextArrival <= now) {
                     queue.add(nextArrival);
                     nextArrival += -Math.log(1 - r.nextDouble()) * 1000 / perSecond;
                 }
                 boolean beatDue = OwnerTable.beatDue(now, lastBeat, now - lastBatch, true, BEAT, S, 0);
-                if (OwnerTable.batchDue(queue.size(), now - lastBatch, beatDue, hold, sent.sentInLastSecond(now))) {
+                if (BatchPacing.batchDue(queue.size(), now - lastBatch, beatDue, hold, sent.sentInLastSecond(now))) {
                     sent.batchSent(now, queue.size());
                     longestWait = Math.max(longestWait, now - queue.peekFirst());
                     if (queue.peekFirst() - lastBatch >= hold) {
@@ -195,8 +195,8 @@ class BatchingTest {
                 assertTrue(
                         batches
                                 <= seconds * 1000 / hold
-                                        + changes / OwnerTable.PAYING_BATCH
-                                        + OwnerTable.LIGHT_CHANGES_PER_SECOND
+                                        + changes / BatchPacing.PAYING_BATCH
+                                        + BatchPacing.LIGHT_CHANGES_PER_SECOND
                                         + 1,
                         at + batches + " batches in " + seconds + " s: more than one per hold or paying batch");
             }
@@ -206,7 +206,7 @@ class BatchingTest {
             }
             if (perSecond >= 2000) {
                 assertTrue(
-                        longestWait <= OwnerTable.MIN_GAP_MILLIS + Publisher.BATCH_MILLIS,
+                        longestWait <= BatchPacing.MIN_GAP_MILLIS + Publisher.BATCH_MILLIS,
                         at + "under a heavy stream a change waited " + longestWait + " ms");
             }
             if (perSecond <= 5) {
