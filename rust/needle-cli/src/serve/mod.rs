@@ -100,6 +100,11 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         ),
         None => String::new(),
     };
+    // The log of what the service could not do while it keeps serving (standard error).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
     println!(
         "needle serve: listening on http://{addr} (index {}, {} values{table})",
         opts.index.display(),
@@ -124,7 +129,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
             std::thread::spawn(move || loop {
                 match server.recv() {
                     Ok(req) => svc.handle(req),
-                    Err(e) => eprintln!("needle serve: cannot accept a request: {e}"),
+                    Err(e) => tracing::error!("cannot accept a request: {e}"),
                 }
             })
         })
@@ -153,8 +158,8 @@ impl Service {
                     Ok(false) => {}
                     Err(e) => {
                         self.metrics.refresh_failures.inc();
-                        eprintln!(
-                            "needle serve: keeps version {} of the table; cannot load the latest: {e:#}",
+                        tracing::warn!(
+                            "keeps version {} of the table; cannot load the latest: {e:#}",
                             table.latest().version
                         );
                     }
@@ -174,9 +179,7 @@ impl Service {
                 }
                 Err(e) => {
                     self.metrics.refresh_failures.inc();
-                    eprintln!(
-                        "needle serve: keeps the previous snapshot; cannot open a new one: {e:#}"
-                    );
+                    tracing::warn!("keeps the previous snapshot; cannot open a new one: {e:#}");
                 }
             }
         }

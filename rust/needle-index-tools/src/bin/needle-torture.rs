@@ -4,15 +4,27 @@
 //!
 //! Usage: `needle-torture INDEX SEED`
 
+use clap::Parser;
 use needle_index::{hash_i64, Config, Index, Options};
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Random durable writes on an index until killed, each announced before and after.
+#[derive(Parser)]
+#[command(name = "needle-torture")]
+struct Args {
+    /// The index folder (created if it has no MANIFEST, opened otherwise).
+    index: PathBuf,
+    /// Seed of the random operations.
+    seed: u64,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (dir, seed): (&str, u64) = (&args[1], args[2].parse().unwrap());
-    let ix = if std::path::Path::new(dir).join("MANIFEST").exists() {
+    let args = Args::parse();
+    let (dir, seed) = (args.index.as_path(), args.seed);
+    let ix = if dir.join("MANIFEST").exists() {
         Index::open(
             dir,
             Options {
