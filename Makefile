@@ -62,7 +62,7 @@ test-without-cluster-quiet:
 # core busy), each lane's output shown when it ends.
 check: lint-python s3-test-server
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
-	$(PYTHON) -m pytest -q bench/plot
+	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters
 
 check-java:
 	cd java && $(MVN) -DskipITs install
@@ -104,7 +104,7 @@ test-cluster-tool:
 # fraction of the time); `make python-package` alone builds it as pip does for a user.
 test-python-package: lint-python
 	$(MAKE) --no-print-directory python-package MATURIN_ARGS="--profile dev"
-	$(PYTHON) -m pytest -q bench/plot
+	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
 # The Python package (python/, built from source by pip through maturin) in a private virtualenv

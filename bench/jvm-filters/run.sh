@@ -79,9 +79,12 @@ cp "$BUILT_JAR" "$JAR"
 JVM_ARGS="-Xms$HEAP -Xmx$HEAP -Dneedle.bench.cache=$CACHE_DIR"
 COMMON=(-f 1 -foe false -jvmArgs "$JVM_ARGS")
 
-LOOKUP_LIBS="needle-cuckoo,needle-cuckoo-batch,needle-cuckoo-xxh64,needle-deletion-aware,needle-adaptive,needle-bloom,cuckoofilter4j,fastfilter-cuckoo,fastfilter-bloom,fastfilter-blockedbloom,guava-bloom"
-INSERT_LIBS="needle-cuckoo,needle-deletion-aware,needle-adaptive,needle-bloom,cuckoofilter4j,fastfilter-cuckoo,fastfilter-bloom,fastfilter-blockedbloom,guava-bloom"
-DELETE_LIBS="needle-cuckoo,needle-deletion-aware,needle-adaptive,cuckoofilter4j"
+# Which libraries each phase runs: the benchmark's own lists (Library.forPhase).
+phase_libs() { "$JAVA" -cp "$JAR" dev.needle.filter.bench.Library "$1"; }
+LOOKUP_LIBS=$(phase_libs lookup)
+INSERT_LIBS=$(phase_libs insert)
+DELETE_LIBS=$(phase_libs delete)
+SPACE_LIBS=$(phase_libs space)
 
 # The libraries of a phase, restricted to $LIBS when it is set (empty output: skip the phase).
 libs_for() {
@@ -159,7 +162,7 @@ fi
 if has_phase delete; then single_shot delete; fi
 
 if has_phase space; then
-  libs=$(libs_for "needle-cuckoo,needle-deletion-aware,needle-adaptive,needle-bloom,cuckoofilter4j,fastfilter-cuckoo,fastfilter-bloom,fastfilter-blockedbloom,guava-bloom")
+  libs=$(libs_for "$SPACE_LIBS")
   if [[ -n "$libs" ]]; then
     run_phase space "$OUT/space.json" "$JAVA" $JVM_ARGS -cp "$JAR" dev.needle.filter.bench.SpaceFprMain \
       --n "$NS" --fpp "$FPPS" --libs "$libs" --absent 1000000 --delete-check-max-n "$DELETE_CHECK_MAX_N" \

@@ -7,6 +7,7 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -38,6 +39,35 @@ public abstract class Library {
     /** Libraries that can delete a key. */
     public static final List<String> DELETABLE =
             List.of("needle-cuckoo", "needle-deletion-aware", "needle-adaptive", "cuckoofilter4j");
+
+    /**
+     * The libraries of a phase of {@code bench/jvm-filters/run.sh}, for its JMH runs: {@code
+     * lookup} (every row), {@code insert} and {@code space} (the buildable ones), {@code delete}.
+     * These lists are the one home of which library runs where: the benchmarks' {@code @Param}
+     * lists and the summary's (Python) are checked against them.
+     */
+    public static List<String> forPhase(String phase) {
+        return switch (phase) {
+            case "lookup" -> {
+                List<String> all = new ArrayList<>(BUILDABLE);
+                all.addAll(1, LOOKUP_VARIANTS); // beside the filter they call
+                yield all;
+            }
+            case "insert", "space" -> BUILDABLE;
+            case "delete" -> DELETABLE;
+            default ->
+                throw new IllegalArgumentException("unknown phase '" + phase + "': lookup, insert, space or delete");
+        };
+    }
+
+    /** Prints the libraries of the phase named by the argument, comma-separated ({@link #forPhase}). */
+    public static void main(String[] args) {
+        if (args.length != 1) {
+            System.err.println("usage: Library lookup|insert|space|delete");
+            System.exit(2);
+        }
+        System.out.println(String.join(",", forPhase(args[0])));
+    }
 
     final int n;
     final double fpp;

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.openjdk.jmh.annotations.Param;
 
 /** Every library row of the benchmark builds, answers and deletes as its library should. */
 class LibraryTest {
@@ -68,5 +69,19 @@ class LibraryTest {
             assertEquals(N, loaded.countContained(keys, 0, N), name);
             assertEquals(built.countContained(absent, 0, N), loaded.countContained(absent, 0, N), name);
         }
+    }
+
+    /** The libraries a benchmark's {@code @Param} lists run (JMH wants constants, so they are spelled out there). */
+    private static List<String> params(Class<?> benchmark) throws NoSuchFieldException {
+        return List.of(benchmark.getField("library").getAnnotation(Param.class).value());
+    }
+
+    @Test
+    void theBenchmarksRunTheLibrariesOfTheirPhase() throws NoSuchFieldException {
+        assertEquals(Library.forPhase("lookup"), params(LookupBenchmark.class));
+        assertEquals(Library.forPhase("insert"), params(InsertBenchmark.class));
+        assertEquals(Library.forPhase("delete"), params(DeleteBenchmark.class));
+        assertEquals(Library.BUILDABLE, Library.forPhase("space"));
+        assertEquals(everyName().size(), Library.forPhase("lookup").size());
     }
 }
