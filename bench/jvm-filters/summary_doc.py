@@ -3,7 +3,7 @@
 Over 500 lines because most of it is the document's own prose; each section of the document is a function of its
 own, and markdown() puts them in order."""
 
-from summary_data import LIBRARIES, LOOKUP_ONLY, METRIC_LABEL, NEEDLE, ORDER, num
+from summary_data import DESIGN_LOAD, LIBRARIES, LOOKUP_ONLY, METRIC_LABEL, NEEDLE, ORDER, num
 
 
 def fmt_shot(m):
@@ -107,43 +107,60 @@ def slower_cases(rows):
     return out
 
 
-REASONS = {
-    "fastfilter-cuckoo": (
-        "**fastfilter Cuckoo16** stores fixed 16-bit fingerprints, four to an aligned 64-bit word, so a bucket is one "
-        "load and one SWAR compare, and its operations take no lock. Needle bit-packs fingerprints of exactly the "
-        "width the target needs (10, 13 or 17 bits), so a bucket (40, 52 or 68 bits) sits at any bit offset and often "
-        "spans two words (more loads, shifts and masks; at 17 bits the bucket is wider than 64 bits and is tested as "
-        "two groups), and every operation goes through the filter's StampedLock so that readers and writers can share "
-        "a filter: an optimistic stamp per lookup, and the write lock (an atomic compare-and-swap and a releasing "
-        "store) per insert and delete, which also keeps the CPU from overlapping the cache misses of consecutive "
-        "inserts. A side measurement on this machine (not part of this run; 50M-slot filters at 30% load, so no "
-        "evictions) puts numbers on it: inserts fastfilter 51-55 ns, the same fastfilter loop with a StampedLock write "
-        "lock around each insert 65-74 ns, Needle 87-98 ns; negative lookups fastfilter 57-68 ns, with an optimistic "
-        "stamp around each lookup 71-75 ns, Needle 131-144 ns, Needle `mightContainBatch` 107-133 ns. So the lock "
-        "explains about 40% of the insert gap and 10-15 ns of the lookup gap; the rest is the bit-packed bucket probe. "
-        "What fastfilter gets in return is space: 16.8 bits per key at every target (Needle: 10.5 / 13.7 / 17.9), and "
-        "at ε = 0.0001 it cannot reach the target at all (its 16-bit fingerprints give about 1.2e-4); it also cannot "
-        "delete and is not thread-safe."
-    ),
-    "fastfilter-blockedbloom": (
-        "**fastfilter BlockedBloom** touches one cache line per key (one 512-bit block, a few bits in it) and needs no "
-        "lock; it is the fastest structure here when the filter does not fit in cache, but its false-positive rate at "
-        "the same bits per key is clearly worse than the target (see the FPR column) and it cannot delete."
-    ),
-    "fastfilter-bloom": (
-        "**fastfilter Bloom** answers most negative lookups after the first zero bit (one cache miss) and its insert "
-        "is a lock-free loop; it cannot delete."
-    ),
-    "guava-bloom": (
-        "**Guava BloomFilter** takes no lock per operation, a negative lookup usually stops at the first zero bit, and "
-        "an insert sets k bits (7 at ε = 0.01) without ever evicting anything, while a Needle cuckoo insert near the "
-        "95% design load walks eviction chains; Guava pays Murmur3-128 and boxing per key, and it cannot delete."
-    ),
-    "cuckoofilter4j": (
-        "**CuckooFilter4J** rounds its bucket count up to a power of two, so at some sizes its table is far from full "
-        "(load 0.75 at 50M keys) and its inserts rarely need to evict."
-    ),
-}
+def _row(res, lib, n, fpp):
+    """The result of one library at one size and false-positive target, or None."""
+    return next((r for r in res if r["library"] == lib and r["n"] == n and r["fpp"] == fpp), None)
+
+
+def reasons(res):
+    """Why each competitor can be faster than Needle, with its space and load from this run's results."""
+    n_small, n_large = min(r["n"] for r in res), max(r["n"] for r in res)
+    fpps = sorted({r["fpp"] for r in res}, reverse=True)
+    needle_bits = " / ".join(
+        "{:.1f}".format(r["bits_per_key"]) for r in (_row(res, NEEDLE, n_small, f) for f in fpps) if r
+    )
+    ff = [r for r in (_row(res, "fastfilter-cuckoo", n_small, f) for f in fpps) if r]
+    ff_bits = ", ".join(sorted({"{:.1f}".format(r["bits_per_key"]) for r in ff}))
+    ff_tightest = ff[-1] if ff else None
+    cf4j = _row(res, "cuckoofilter4j", n_large, fpps[0]) if fpps else None
+    out = {
+        "fastfilter-blockedbloom": (
+            "**fastfilter BlockedBloom** touches one cache line per key (one 512-bit block, a few bits in it) and "
+            "needs no lock; it is the fastest structure here when the filter does not fit in cache, but its "
+            "false-positive rate at the same bits per key is clearly worse than the target (see the FPR column) and "
+            "it cannot delete."
+        ),
+        "fastfilter-bloom": (
+            "**fastfilter Bloom** answers most negative lookups after the first zero bit (one cache miss) and its "
+            "insert is a lock-free loop; it cannot delete."
+        ),
+        "guava-bloom": (
+            "**Guava BloomFilter** takes no lock per operation, a negative lookup usually stops at the first zero bit, "
+            "and an insert sets k bits (7 at ε = 0.01) without ever evicting anything, while a Needle cuckoo insert "
+            f"near the {DESIGN_LOAD:.0%} design load walks eviction chains; Guava pays Murmur3-128 and boxing per "
+            "key, and it cannot delete."
+        ),
+    }
+    if ff_tightest:
+        out["fastfilter-cuckoo"] = (
+            "**fastfilter Cuckoo16** stores fixed 16-bit fingerprints, four to an aligned 64-bit word, so a bucket is "
+            "one load and one SWAR compare, and its operations take no lock. Needle bit-packs fingerprints of exactly "
+            "the width the target needs, so a bucket sits at any bit offset and often spans two words (more loads, "
+            "shifts and masks; past 16 bits a bucket is wider than 64 bits and is tested as two groups), and every "
+            "operation goes through the filter's StampedLock so that readers and writers can share a filter: an "
+            "optimistic stamp per lookup, and the write lock (an atomic compare-and-swap and a releasing store) per "
+            "insert and delete, which also keeps the CPU from overlapping the cache misses of consecutive inserts. "
+            "What fastfilter gets in return is space: {} bits per key at every target (Needle: {}), and at ε = {:g} "
+            "its 16-bit fingerprints give {:.1e}; it also cannot delete and is not thread-safe.".format(
+                ff_bits, needle_bits, ff_tightest["fpp"], ff_tightest["fpr"]
+            )
+        )
+    if cf4j:
+        out["cuckoofilter4j"] = (
+            "**CuckooFilter4J** rounds its bucket count up to a power of two, so at some sizes its table is far from "
+            "full (load {:.2f} at {:,} keys) and its inserts rarely need to evict.".format(cf4j["load"], n_large)
+        )
+    return out
 
 
 def _intro(summary, w):
@@ -498,6 +515,8 @@ def _slower(summary, w):
     w("## Where Needle is slower, and why")
     w("")
     cases = slower_cases(res)
+    n_large = max(r["n"] for r in res)
+    cf4j_load = max((r["load"] for r in res if r["library"] == "cuckoofilter4j" and r["n"] == n_large), default=0)
     if not cases:
         w("In this run no competitor was faster than Needle's cuckoo filter for any operation and configuration.")
     else:
@@ -517,14 +536,15 @@ def _slower(summary, w):
             "lower bound; "
             '"no" rows may be artifacts of the shared machine (a single 50M-key shot has no bound, so it counts as its '
             "own "
-            "bound). Needle's 50M-key inserts also include the eviction walks of a filter filled to its design load of "
-            "95%: the last 5% of the keys cost several microseconds each, while CuckooFilter4J's power-of-two table at "
-            "50M keys is only 75% full."
+            "bound). Needle's largest inserts also include the eviction walks of a filter filled to its design load "
+            f"of {DESIGN_LOAD:.0%}: the last keys cost several microseconds each, while CuckooFilter4J's "
+            f"power-of-two table at {n_large:,} keys is {cf4j_load:.0%} full."
         )
         w("")
+        why = reasons(res)
         for lib in sorted({c[3] for c in cases}, key=lambda name: ORDER.get(name, 99)):
-            if lib in REASONS:
-                w("- " + REASONS[lib])
+            if lib in why:
+                w("- " + why[lib])
         w("")
     w("Other costs users should know:")
     w("")
