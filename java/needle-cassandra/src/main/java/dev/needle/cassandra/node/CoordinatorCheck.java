@@ -126,12 +126,12 @@ public final class CoordinatorCheck {
         } catch (UnavailableException e) {
             return answer(Verdict.NOT_ELIGIBLE, explain, "unavailable");
         }
-        RingView view = RingView.current(table.keyspace, own.options.copyScope);
-        if (view == null) {
+        Receivers receivers = Receivers.current(table.keyspace, own.options.copyScope);
+        if (receivers == null) {
             return answer(Verdict.NOT_ELIGIBLE, explain, "ring not known yet");
         }
         InetAddressAndPort self = FBUtilities.getBroadcastAddressAndPort();
-        if (view.scoped() && !plan.readCandidates().contains(self)) {
+        if (receivers.scoped() && !plan.readCandidates().contains(self)) {
             // Copies hold only the keys of the ranges this node replicates (node_filter_copies
             // 'replicas'): a token-aware client sends reads to a replica.
             return answer(Verdict.NOT_ELIGIBLE, explain, "this node does not replicate the key");
@@ -164,7 +164,7 @@ public final class CoordinatorCheck {
             if (!v.usable) {
                 return answer(Verdict.NOT_READY, explain, r.endpoint() + ": copy not usable");
             }
-            if (v.ring != view.fingerprint) {
+            if (v.ring != receivers.fingerprint) {
                 // The owner and this node see different rings (a topology change on its way):
                 // they may not agree on which keys the copy holds.
                 return answer(Verdict.NOT_READY, explain, r.endpoint() + ": copy of another ring");

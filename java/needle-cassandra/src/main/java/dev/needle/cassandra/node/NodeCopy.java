@@ -39,7 +39,7 @@ final class NodeCopy {
     static final class Epoch {
         final KeyFilter filter;
         final long epoch;
-        /** The owner's {@link RingView#fingerprint} for this epoch: which keys the copy holds. */
+        /** The owner's {@link Receivers#fingerprint} for this epoch: which keys the copy holds. */
         final long ring;
         /** Owner time before which every change is applied. */
         volatile long freshMillis;

@@ -22,7 +22,7 @@ import org.apache.cassandra.service.StorageService;
  * Node filters on this node: the tables that publish them, and the three roles, each in its own
  * class. As an <b>owner</b>, the {@link Publisher} sends which keys may hold live data here for
  * each table with {@code node_filter} on ({@link OwnerTable}) to the nodes that keep copies of
- * its keys ({@link RingView}). The {@link Copies} keep a {@link NodeCopy} of the filter of each
+ * its keys ({@link Receivers}). The {@link Copies} keep a {@link NodeCopy} of the filter of each
  * node that sends here, fed by the {@link SyncIndex} on the sync tables. As a <b>coordinator</b>, the {@link CoordinatorCheck} decides whether a read can
  * be answered empty without asking the replicas (docs/invariants.md, invariant 5).
  */
@@ -155,7 +155,7 @@ public final class NodeFilters {
 
     /** The nodes {@code o} sends its changes to (as many as it receives copies from): -1 before its first epoch. */
     private static int receivers(OwnerTable o) {
-        RingView v = o.filter.view();
+        Receivers v = o.filter.receivers();
         return v == null ? -1 : v.size();
     }
 

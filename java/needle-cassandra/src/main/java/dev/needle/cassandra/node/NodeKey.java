@@ -7,9 +7,9 @@ import org.apache.cassandra.dht.Token;
 
 /**
  * How node filters name a partition: by its token, so that an owner can tell from a published key
- * alone which nodes replicate it and send each change only to them ({@link RingView}). With
+ * alone which nodes replicate it and send each change only to them ({@link Receivers}). With
  * Murmur3Partitioner (Cassandra's default) the token's own 64 bits; with another partitioner a
- * hash of the token's bytes (such keys go to every other node, {@link RingView#routable}).
+ * hash of the token's bytes (such keys go to every other node, {@link Receivers#routable}).
  *
  * <p>Filters do not take the token as it is: the keys one node receives lie in a few token
  * ranges, and a filter that picks its buckets from the high bits would crowd them into a few

@@ -8,7 +8,7 @@ import java.util.function.BooleanSupplier;
 /**
  * The owner side of one table's node filter: exactly which keys ({@link NodeKey}s) this node has
  * published as "may hold live data here" in the current epoch, and, for each node that receives
- * them ({@link RingView}: the key's other replicas, or every other node), the ordered changes not
+ * them ({@link Receivers}: the key's other replicas, or every other node), the ordered changes not
  * yet sent to it.
  *
  * <p>Each receiver has its own sequence: a change of a key gets the next sequence number of every
@@ -49,7 +49,7 @@ final class OwnerFilter {
 
     // Guarded by sequencer.
     private long epoch;
-    private RingView view;
+    private Receivers receivers;
     private Stream[] streams = new Stream[0];
     private boolean overflowed;
     private boolean full;
@@ -117,10 +117,10 @@ final class OwnerFilter {
     }
 
     /**
-     * Starts a new epoch under {@code view}: nothing published, nothing queued; returns its id,
+     * Starts a new epoch for {@code receivers}: nothing published, nothing queued; returns its id,
      * larger than any before.
      */
-    long newEpoch(RingView view) {
+    long newEpoch(Receivers receivers) {
         lockAll();
         try {
             for (LongSet set : published) {
@@ -131,8 +131,8 @@ final class OwnerFilter {
                 // Epochs only grow, also across restarts (the clock moves on): a copy tells a late
                 // message of an old epoch from the start of a new one.
                 epoch = Math.max(epoch + 1, System.currentTimeMillis());
-                this.view = view;
-                streams = new Stream[view.size()];
+                this.receivers = receivers;
+                streams = new Stream[receivers.size()];
                 for (int i = 0; i < streams.length; i++) {
                     streams[i] = new Stream();
                 }
@@ -152,9 +152,9 @@ final class OwnerFilter {
     }
 
     /** The receivers of this epoch (null before the first). */
-    RingView view() {
+    Receivers receivers() {
         synchronized (sequencer) {
-            return view;
+            return receivers;
         }
     }
 
@@ -237,10 +237,10 @@ final class OwnerFilter {
     /** Queues the change of {@code key} (whose filter hash is {@code hash}) for each of its receivers. */
     private void enqueue(long key, long hash, boolean removal) {
         synchronized (sequencer) {
-            if (view == null) {
+            if (receivers == null) {
                 return; // before the first epoch, which starts from the data
             }
-            for (int r : view.of(key)) {
+            for (int r : receivers.of(key)) {
                 Stream st = streams[r];
                 st.keys += removal ? -1 : 1;
                 if (!st.snapshotted) {
@@ -315,9 +315,9 @@ final class OwnerFilter {
     Snapshot[] snapshots(int[] receivers, boolean replacesQueue) {
         lockAll();
         try {
-            RingView v;
+            Receivers v;
             synchronized (sequencer) {
-                v = view;
+                v = this.receivers;
             }
             int[] slot = new int[v.size()];
             Arrays.fill(slot, -1);

@@ -107,8 +107,8 @@ final class OwnerTable implements KeyEvents {
     }
 
     /** The receivers of this table's changes as the ring stands now (null while the node does not know its ring). */
-    RingView currentView() {
-        return RingView.current(storage.keyspace(), options.copyScope);
+    Receivers currentReceivers() {
+        return Receivers.current(storage.keyspace(), options.copyScope);
     }
 
     /**

@@ -27,14 +27,14 @@ import org.slf4j.LoggerFactory;
  * for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
  * epoch, then batches of changes as they come ({@link BatchPacing#batchDue}), and heartbeats
  * ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's keys
- * ({@link RingView}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
+ * ({@link Receivers}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
  * changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
  * owners for one.
  *
  * <p>Longer than 400 lines because the round is one thread's: the changes, heartbeats, epochs and
  * snapshots it sends share that thread's state (the round's beats, the owners' published sets and
  * what each receiver was last sent) without a lock; what holds state of its own ({@link
- * OwnerTable}, {@link OwnerFilter}, {@link RingView}, {@link SyncKeyspace}) is in files of its own.
+ * OwnerTable}, {@link OwnerFilter}, {@link Receivers}, {@link SyncKeyspace}) is in files of its own.
  */
 final class Publisher {
     private static final Logger logger = LoggerFactory.getLogger(Publisher.class);
@@ -198,8 +198,8 @@ final class Publisher {
             beat(me, o, now, false);
             return;
         }
-        RingView view = o.currentView();
-        if (view == null) {
+        Receivers receivers = o.currentReceivers();
+        if (receivers == null) {
             return; // the ring is not known yet
         }
         long generation = s.unseenGeneration();
@@ -214,13 +214,16 @@ final class Publisher {
                 return;
             }
             o.fullSinceMillis = 0;
-            startEpoch(me, o, generation, view);
+            startEpoch(me, o, generation, receivers);
             return;
         }
-        if (!o.published || generation != o.epochGeneration || o.filter.overflowed() || !view.sameAs(o.filter.view())) {
+        if (!o.published
+                || generation != o.epochGeneration
+                || o.filter.overflowed()
+                || !receivers.sameAs(o.filter.receivers())) {
             // A node joined, left or moved, or the replication changed: which node holds which
             // keys changed with it, so the copies start over from a new epoch's snapshots.
-            startEpoch(me, o, generation, view);
+            startEpoch(me, o, generation, receivers);
             return;
         }
         boolean beatDue = o.beatDue(now, o.ready(), phaseMillis(me));
@@ -229,7 +232,7 @@ final class Publisher {
             if (s.unseenGeneration() != generation) {
                 return; // this epoch is over: the next round starts a new one
             }
-            for (int r = 0; r < view.size(); r++) {
+            for (int r = 0; r < receivers.size(); r++) {
                 OwnerFilter.Batch b = o.filter.drain(r);
                 if (b == null) {
                     continue;
@@ -240,28 +243,28 @@ final class Publisher {
                 o.batchBytesSent.addAndGet(blob.remaining());
                 o.changesSent.addAndGet(b.size());
                 o.lastBatchTo[r] = now;
-                SyncKeyspace.sendBatch(view, r, me, o.table, b, blob);
+                SyncKeyspace.sendBatch(receivers, r, me, o.table, b, blob);
             }
         }
         List<Integer> grown = new ArrayList<>();
         List<Integer> asked = new ArrayList<>();
         List<Integer> oversized = new ArrayList<>();
         boolean mayAnswer = now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS;
-        for (int r = 0; r < view.size(); r++) {
+        for (int r = 0; r < receivers.size(); r++) {
             if (o.outgrown(r)) {
                 grown.add(r);
-            } else if (mayAnswer && o.snapshotWanted.contains(view.hostIds[r])) {
+            } else if (mayAnswer && o.snapshotWanted.contains(receivers.hostIds[r])) {
                 asked.add(r);
             } else if (mayAnswer && o.oversized(r, now)) {
                 oversized.add(r);
             }
         }
-        sendSnapshots(me, o, view, grown, false, false, OwnerTable.GROWTH_HEADROOM);
-        sendSnapshots(me, o, view, asked, false, false, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, receivers, grown, false, false, OwnerTable.GROWTH_HEADROOM);
+        sendSnapshots(me, o, receivers, asked, false, false, OwnerTable.HEADROOM);
         if (!oversized.isEmpty() && o.filter.queued() == 0) {
             // Only with nothing queued: the snapshot is then at the copy's own sequence number,
             // which a copy takes whatever its size (NodeCopy#snapshot).
-            sendSnapshots(me, o, view, oversized, false, true, OwnerTable.HEADROOM);
+            sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.HEADROOM);
         }
         beat(me, o, now, o.ready());
     }
@@ -275,20 +278,20 @@ final class Publisher {
         if (!o.beatDue(now, ready && o.ready(), phaseMillis(me))) {
             return;
         }
-        RingView view = o.filter.view();
-        if (view == null) {
+        Receivers receivers = o.filter.receivers();
+        if (receivers == null) {
             return; // no epoch yet: no copy to tell anything
         }
-        OwnerFilter.Position[] at = new OwnerFilter.Position[view.size()];
+        OwnerFilter.Position[] at = new OwnerFilter.Position[receivers.size()];
         for (int r = 0; r < at.length; r++) {
             at[r] = o.filter.position(r);
         }
         // Checked after the positions are taken: data unseen by then makes the claim false.
         boolean claim = ready && o.ready();
         for (int r = 0; r < at.length; r++) {
-            InetAddressAndPort to = view.endpoints[r];
+            InetAddressAndPort to = receivers.endpoints[r];
             roundBeats
-                    .computeIfAbsent(view.hostIds[r], id -> new SyncKeyspace.Beats(id, to, me))
+                    .computeIfAbsent(receivers.hostIds[r], id -> new SyncKeyspace.Beats(id, to, me))
                     .add(o.table, at[r].epoch(), at[r].seq(), at[r].atMillis(), claim);
         }
         o.lastBeatMillis = now;
@@ -323,11 +326,11 @@ final class Publisher {
      * builder's thread, so that this thread goes on sending the other tables' changes and
      * heartbeats meanwhile, and this table's heartbeats, which say it is not ready.
      */
-    private void startEpoch(UUID me, OwnerTable o, long generation, RingView view) {
+    private void startEpoch(UUID me, OwnerTable o, long generation, Receivers receivers) {
         o.published = false;
         o.buildStartedMillis = System.currentTimeMillis();
-        o.filter.newEpoch(view);
-        o.newReceivers(view.size());
+        o.filter.newEpoch(receivers);
+        o.newReceivers(receivers.size());
         o.epochGeneration = generation;
         long nowInSec = FBUtilities.nowInSeconds();
         o.building = epochBuilder.submit(() -> {
@@ -356,7 +359,7 @@ final class Publisher {
             return;
         }
         long generation = o.epochGeneration;
-        RingView view = o.filter.view();
+        Receivers receivers = o.filter.receivers();
         if (!o.storage.isReady() || o.storage.unseenGeneration() != generation) {
             return; // something arrived unseen meanwhile: the next round starts again
         }
@@ -365,11 +368,11 @@ final class Publisher {
             beat(me, o, System.currentTimeMillis(), false);
             return;
         }
-        List<Integer> all = new ArrayList<>(view.size());
-        for (int r = 0; r < view.size(); r++) {
+        List<Integer> all = new ArrayList<>(receivers.size());
+        for (int r = 0; r < receivers.size(); r++) {
             all.add(r);
         }
-        sendSnapshots(me, o, view, all, true, true, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, receivers, all, true, true, OwnerTable.HEADROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
         o.lastBeatMillis = 0; // say "ready" at once
@@ -379,7 +382,7 @@ final class Publisher {
                 o.name(),
                 o.filter.epoch(),
                 o.filter.publishedCount(),
-                view,
+                receivers,
                 System.currentTimeMillis() - o.buildStartedMillis);
     }
 
@@ -404,7 +407,7 @@ final class Publisher {
     private void sendSnapshots(
             UUID me,
             OwnerTable o,
-            RingView view,
+            Receivers receivers,
             List<Integer> rs,
             boolean firstOfEpoch,
             boolean mayShrink,
@@ -413,10 +416,10 @@ final class Publisher {
         if (rs.isEmpty()) {
             return;
         }
-        int[] receivers = rs.stream().mapToInt(Integer::intValue).toArray();
-        OwnerFilter.Snapshot[] snaps = o.filter.snapshots(receivers, firstOfEpoch);
-        for (int i = 0; i < receivers.length; i++) {
-            int r = receivers[i];
+        int[] indexes = rs.stream().mapToInt(Integer::intValue).toArray();
+        OwnerFilter.Snapshot[] snaps = o.filter.snapshots(indexes, firstOfEpoch);
+        for (int i = 0; i < indexes.length; i++) {
+            int r = indexes[i];
             OwnerFilter.Snapshot snap = snaps[i];
             KeyFilter f = o.snapshotFilter(r, snap.hashes(), headroom, mayShrink ? 0 : o.snapshotCapacity[r]);
             ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -427,7 +430,7 @@ final class Publisher {
                 int from = c * CHUNK_BYTES;
                 int len = Math.min(CHUNK_BYTES, bytes.length - from);
                 SyncKeyspace.sendSnapshotChunk(
-                        view,
+                        receivers,
                         r,
                         me,
                         o.table,
@@ -439,7 +442,7 @@ final class Publisher {
             }
             o.bytesSent.addAndGet(bytes.length);
             o.snapshotsSent.incrementAndGet();
-            o.snapshotWanted.remove(view.hostIds[r]);
+            o.snapshotWanted.remove(receivers.hostIds[r]);
             o.lastSnapshotTo[r] = System.currentTimeMillis();
         }
         o.lastSnapshotMillis = System.currentTimeMillis();

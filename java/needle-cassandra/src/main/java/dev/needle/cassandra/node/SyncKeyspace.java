@@ -19,7 +19,7 @@ import org.apache.cassandra.utils.TimeUUID;
 
 /**
  * The keyspace that carries node filters between nodes. An owner sends each row straight to the
- * node it is for (a {@link RingView} receiver: the key's other replicas, or every other node), as
+ * node it is for (a {@link Receivers} receiver: the key's other replicas, or every other node), as
  * a mutation of this keyspace; every node is a replica of it (replication factor above any
  * cluster size), so each node applies what it is sent, and its {@link SyncIndex} hands the row to
  * its copies. Node filters travel as snapshots (the filter of the keys a receiver holds, in
@@ -130,7 +130,7 @@ public final class SyncKeyspace {
     }
 
     static void sendSnapshotChunk(
-            RingView view,
+            Receivers receivers,
             int r,
             UUID owner,
             UUID table,
@@ -139,24 +139,25 @@ public final class SyncKeyspace {
             int chunks,
             String kind,
             ByteBuffer filter) {
-        PartitionUpdate.SimpleBuilder b = row("snapshot_chunks", view.hostIds[r], owner, table, snap.epoch());
+        PartitionUpdate.SimpleBuilder b = row("snapshot_chunks", receivers.hostIds[r], owner, table, snap.epoch());
         b.row(snap.seq(), chunk)
                 .add("chunks", chunks)
                 .add("cut_millis", snap.cutMillis())
-                .add("ring", view.fingerprint)
+                .add("ring", receivers.fingerprint)
                 .add("kind", kind)
                 .add("filter", filter);
-        send(view.endpoints[r], b);
+        send(receivers.endpoints[r], b);
     }
 
-    static void sendBatch(RingView view, int r, UUID owner, UUID table, OwnerFilter.Batch batch, ByteBuffer changes) {
+    static void sendBatch(
+            Receivers receivers, int r, UUID owner, UUID table, OwnerFilter.Batch batch, ByteBuffer changes) {
         PartitionUpdate.SimpleBuilder b =
-                row("batches", view.hostIds[r], owner, table, batch.epoch(), batch.seqStart() / BUCKET);
+                row("batches", receivers.hostIds[r], owner, table, batch.epoch(), batch.seqStart() / BUCKET);
         b.row(batch.seqStart())
                 .add("seq_end", batch.seqEnd())
                 .add("cut_millis", batch.cutMillis())
                 .add("changes", changes);
-        send(view.endpoints[r], b);
+        send(receivers.endpoints[r], b);
     }
 
     /**

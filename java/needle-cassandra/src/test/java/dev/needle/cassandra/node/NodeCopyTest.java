@@ -28,14 +28,14 @@ class NodeCopyTest {
     private static final double FP = 0.001;
     private static final long RING = 42;
     /** One receiver, which gets every key. */
-    private static final RingView VIEW =
-            RingView.everyKeyTo(RING, new java.util.UUID[] {java.util.UUID.randomUUID()}, null);
+    private static final Receivers RECEIVERS =
+            Receivers.everyKeyTo(RING, new java.util.UUID[] {java.util.UUID.randomUUID()}, null);
 
     private static final int[] ONE = {0};
 
     private static OwnerFilter oneReceiver() {
         OwnerFilter owner = new OwnerFilter();
-        OwnerFilterTest.startEpoch(owner, VIEW);
+        OwnerFilterTest.startEpoch(owner, RECEIVERS);
         return owner;
     }
 
@@ -228,7 +228,7 @@ class NodeCopyTest {
         assertTrue(copy.current().trusted(later, 1_000), "the heartbeat counts once its changes are applied");
         // The owner restarts: a new, larger epoch; the old copy is not used.
         long oldEpoch = s.epoch();
-        owner.newEpoch(VIEW);
+        owner.newEpoch(RECEIVERS);
         assertTrue(owner.epoch() > oldEpoch);
         copy.heartbeat(owner.epoch(), 0, later, false);
         assertFalse(copy.current().usable);

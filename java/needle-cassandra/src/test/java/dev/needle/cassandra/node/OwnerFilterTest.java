@@ -17,18 +17,18 @@ import org.junit.jupiter.api.Test;
 
 class OwnerFilterTest {
     /** One receiver, which gets every key. */
-    private static final RingView VIEW = RingView.everyKeyTo(1, new UUID[] {UUID.randomUUID()}, null);
+    private static final Receivers RECEIVERS = Receivers.everyKeyTo(1, new UUID[] {UUID.randomUUID()}, null);
 
     private static OwnerFilter oneReceiver(long maxPublished) {
         OwnerFilter owner = new OwnerFilter(maxPublished);
-        startEpoch(owner, VIEW);
+        startEpoch(owner, RECEIVERS);
         return owner;
     }
 
-    /** A new epoch under {@code view} and its first snapshots, after which changes are queued. */
-    static void startEpoch(OwnerFilter owner, RingView view) {
-        owner.newEpoch(view);
-        owner.snapshots(java.util.stream.IntStream.range(0, view.size()).toArray(), true);
+    /** A new epoch for {@code receivers} and its first snapshots, after which changes are queued. */
+    static void startEpoch(OwnerFilter owner, Receivers receivers) {
+        owner.newEpoch(receivers);
+        owner.snapshots(java.util.stream.IntStream.range(0, receivers.size()).toArray(), true);
     }
 
     /**
@@ -39,7 +39,7 @@ class OwnerFilterTest {
     @Test
     void anEpochStartsFromMoreKeysThanAQueueHolds() {
         OwnerFilter owner = new OwnerFilter();
-        owner.newEpoch(VIEW);
+        owner.newEpoch(RECEIVERS);
         int keys = OwnerFilter.MAX_QUEUED + 1000;
         for (long k = 1; k <= keys; k++) {
             owner.decide(k * 0x9E3779B97F4A7C15L, () -> true);
@@ -85,7 +85,7 @@ class OwnerFilterTest {
         assertEquals(null, owner.drain(0), "no batch from an incomplete set");
         assertTrue(owner.retract(2, () -> false), "removals stay exact");
         assertEquals(null, owner.drain(0));
-        startEpoch(owner, VIEW);
+        startEpoch(owner, RECEIVERS);
         assertFalse(owner.full());
         assertTrue(owner.publish(4));
         assertEquals(1, owner.drain(0).size());
@@ -142,7 +142,7 @@ class OwnerFilterTest {
             }
             assertEquals(model.size(), owner.publishedCount());
             if (i == 10_000) {
-                owner.newEpoch(VIEW);
+                owner.newEpoch(RECEIVERS);
                 model.clear();
                 assertEquals(0, owner.publishedCount());
             }
@@ -160,16 +160,16 @@ class OwnerFilterTest {
     void changesAndSnapshotsGoToTheReceiversOfTheKeysRange() {
         UUID[] hosts = {UUID.randomUUID(), UUID.randomUUID(), UUID.randomUUID()};
         long[] tokens = {-100, 0, 100};
-        int[][] receivers = {{0, 1}, {1, 2}, {2, 0}};
-        RingView view = new RingView(7, hosts, null, tokens, receivers);
-        assertArrayEquals(new int[] {0, 1}, view.of(-100), "a range holds its end token");
-        assertArrayEquals(new int[] {1, 2}, view.of(-99));
-        assertArrayEquals(new int[] {2, 0}, view.of(100));
-        assertArrayEquals(new int[] {0, 1}, view.of(101), "above the last token, the ring wraps");
-        assertArrayEquals(new int[] {0, 1}, view.of(Long.MIN_VALUE + 1));
+        int[][] byRange = {{0, 1}, {1, 2}, {2, 0}};
+        Receivers receivers = new Receivers(7, hosts, null, tokens, byRange);
+        assertArrayEquals(new int[] {0, 1}, receivers.of(-100), "a range holds its end token");
+        assertArrayEquals(new int[] {1, 2}, receivers.of(-99));
+        assertArrayEquals(new int[] {2, 0}, receivers.of(100));
+        assertArrayEquals(new int[] {0, 1}, receivers.of(101), "above the last token, the ring wraps");
+        assertArrayEquals(new int[] {0, 1}, receivers.of(Long.MIN_VALUE + 1));
 
         OwnerFilter owner = new OwnerFilter();
-        startEpoch(owner, view);
+        startEpoch(owner, receivers);
         Random rnd = new Random(5);
         List<Set<Long>> model = List.of(new HashSet<>(), new HashSet<>(), new HashSet<>());
         long[] seq = new long[3];
@@ -177,7 +177,7 @@ class OwnerFilterTest {
             long k = rnd.nextInt(400) - 200;
             boolean nowLive = rnd.nextInt(3) > 0;
             if (owner.decide(k, () -> nowLive)) {
-                for (int r : view.of(k)) {
+                for (int r : receivers.of(k)) {
                     if (nowLive) {
                         model.get(r).add(NodeKey.filterHash(k));
                     } else {

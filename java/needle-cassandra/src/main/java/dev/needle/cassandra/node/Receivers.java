@@ -22,15 +22,15 @@ import org.apache.cassandra.service.StorageService;
  * Which other nodes receive an owner's changes of a key, for one keyspace's replication and one
  * ring: with {@link CopyScope#REPLICAS}, the key's replicas other than this node (a coordinator
  * that replicates a key holds the copies its reads need, and no other); with {@link
- * CopyScope#ALL}, every other node. Immutable; an owner publishes one epoch under one view and
- * starts a new epoch when the view changes (a node joins, leaves or moves, the replication
+ * CopyScope#ALL}, every other node. Immutable; an owner publishes one epoch to one set of
+ * receivers and starts a new epoch when they change (a node joins, leaves or moves, the replication
  * changes).
  *
  * <p>Every node computes the same {@link #fingerprint} from the same ring: an owner sends it with
- * each snapshot, and a coordinator trusts a copy only while its own view has the same one (both
+ * each snapshot, and a coordinator trusts a copy only while its own receivers have the same one (both
  * then agree on which keys the copy holds).
  */
-final class RingView {
+final class Receivers {
     /** Identifies the ring and the replica sets (or, for ALL, the members): equal on every node that sees the same ring. */
     final long fingerprint;
     /** The nodes that receive changes, by receiver index. */
@@ -40,30 +40,30 @@ final class RingView {
     /** Range ends, sorted: range i holds the keys in (tokens[i-1], tokens[i]], range 0 also those above the last. */
     private final long[] tokens;
     /** Receiver indexes of each range; null when every key goes to every receiver. */
-    private final int[][] receivers;
+    private final int[][] byRange;
 
     private final int[] all;
 
-    RingView(long fingerprint, UUID[] hostIds, InetAddressAndPort[] endpoints, long[] tokens, int[][] receivers) {
+    Receivers(long fingerprint, UUID[] hostIds, InetAddressAndPort[] endpoints, long[] tokens, int[][] byRange) {
         this.fingerprint = fingerprint;
         this.hostIds = hostIds;
         this.endpoints = endpoints;
         this.tokens = tokens;
-        this.receivers = receivers;
+        this.byRange = byRange;
         this.all = new int[hostIds.length];
         for (int i = 0; i < all.length; i++) {
             all[i] = i;
         }
     }
 
-    /** A view that sends every key to each of {@code hostIds} (at {@code endpoints}, which may be null where nothing is sent). */
-    static RingView everyKeyTo(long fingerprint, UUID[] hostIds, InetAddressAndPort[] endpoints) {
-        return new RingView(fingerprint, hostIds, endpoints, new long[0], null);
+    /** Receivers that get every key: each to each of {@code hostIds} (at {@code endpoints}, which may be null where nothing is sent). */
+    static Receivers everyKeyTo(long fingerprint, UUID[] hostIds, InetAddressAndPort[] endpoints) {
+        return new Receivers(fingerprint, hostIds, endpoints, new long[0], null);
     }
 
     /** Whether each key goes to its other replicas only (else to every other node). */
     boolean scoped() {
-        return receivers != null;
+        return byRange != null;
     }
 
     /** How many nodes receive changes. */
@@ -73,7 +73,7 @@ final class RingView {
 
     /** The receivers of the changes of {@code key} (a {@link NodeKey}); shared, not to be modified. */
     int[] of(long key) {
-        if (receivers == null) {
+        if (byRange == null) {
             return all;
         }
         int i = Arrays.binarySearch(tokens, key);
@@ -83,11 +83,11 @@ final class RingView {
                 i = 0; // above the last token: the ring wraps to the first range
             }
         }
-        return receivers[i];
+        return byRange[i];
     }
 
     /** Whether {@code other} sends the same keys to the same nodes (same ring, same receivers at the same addresses). */
-    boolean sameAs(RingView other) {
+    boolean sameAs(Receivers other) {
         return other != null
                 && other.fingerprint == fingerprint
                 && Arrays.equals(other.hostIds, hostIds)
@@ -98,16 +98,16 @@ final class RingView {
 
     private record Key(String keyspace, CopyScope scope) {}
 
-    private record Cached(long ringVersion, ReplicationParams replication, UUID self, RingView view) {}
+    private record Cached(long ringVersion, ReplicationParams replication, UUID self, Receivers receivers) {}
 
     private static final Map<Key, Cached> CACHE = new ConcurrentHashMap<>();
 
     /**
-     * The view of {@code keyspace}'s ring as this node sees it now (cached until the ring or the
+     * The receivers of {@code keyspace}'s changes, by the ring as this node sees it now (cached until the ring or the
      * keyspace's replication changes); null while this node does not know its own host id or the
      * keyspace.
      */
-    static RingView current(String keyspace, CopyScope scope) {
+    static Receivers current(String keyspace, CopyScope scope) {
         UUID self = NodeFilters.localHost();
         Keyspace ks = Keyspace.open(keyspace);
         if (self == null || ks == null) {
@@ -119,14 +119,14 @@ final class RingView {
         Key key = new Key(keyspace, scope);
         Cached c = CACHE.get(key);
         if (c != null && c.ringVersion == version && c.replication.equals(replication) && c.self.equals(self)) {
-            return c.view;
+            return c.receivers;
         }
-        RingView view = build(live.cachedOnlyTokenMap(), ks.getReplicationStrategy(), scope, self);
-        CACHE.put(key, new Cached(version, replication, self, view));
-        return view;
+        Receivers receivers = build(live.cachedOnlyTokenMap(), ks.getReplicationStrategy(), scope, self);
+        CACHE.put(key, new Cached(version, replication, self, receivers));
+        return receivers;
     }
 
-    private static RingView build(TokenMetadata tm, AbstractReplicationStrategy strategy, CopyScope scope, UUID self) {
+    private static Receivers build(TokenMetadata tm, AbstractReplicationStrategy strategy, CopyScope scope, UUID self) {
         List<Token> ring = tm.sortedTokens();
         boolean routable =
                 scope == CopyScope.REPLICAS && !ring.isEmpty() && ring.get(0) instanceof Murmur3Partitioner.LongToken;
@@ -149,7 +149,7 @@ final class RingView {
                     endpoints.add(tm.getEndpointForHostId(id));
                 }
             }
-            return new RingView(
+            return new Receivers(
                     fp,
                     index.keySet().toArray(UUID[]::new),
                     endpoints.toArray(InetAddressAndPort[]::new),
@@ -157,7 +157,7 @@ final class RingView {
                     null);
         }
         long[] tokens = new long[ring.size()];
-        int[][] receivers = new int[ring.size()][];
+        int[][] byRange = new int[ring.size()][];
         for (int i = 0; i < tokens.length; i++) {
             Token t = ring.get(i);
             tokens[i] = t.getLongValue();
@@ -179,14 +179,10 @@ final class RingView {
                     to.add(at);
                 }
             }
-            receivers[i] = to.stream().mapToInt(Integer::intValue).toArray();
+            byRange[i] = to.stream().mapToInt(Integer::intValue).toArray();
         }
-        return new RingView(
-                fp,
-                index.keySet().toArray(UUID[]::new),
-                endpoints.toArray(InetAddressAndPort[]::new),
-                tokens,
-                receivers);
+        return new Receivers(
+                fp, index.keySet().toArray(UUID[]::new), endpoints.toArray(InetAddressAndPort[]::new), tokens, byRange);
     }
 
     private static long mix(long fp, UUID id) {
@@ -196,8 +192,8 @@ final class RingView {
 
     @Override
     public String toString() {
-        return "RingView{" + hostIds.length + " receivers, "
-                + (receivers == null ? "every key to each" : tokens.length + " ranges") + ", fingerprint "
+        return "Receivers{" + hostIds.length + " receivers, "
+                + (byRange == null ? "every key to each" : tokens.length + " ranges") + ", fingerprint "
                 + Long.toHexString(fingerprint) + "}";
     }
 }
