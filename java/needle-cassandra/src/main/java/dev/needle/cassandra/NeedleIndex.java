@@ -1,6 +1,9 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.base.CustomIndexBase;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.storage.FilterRegistry;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.cassandra.views.NeedleViews;
 import java.util.Collection;
@@ -88,14 +91,14 @@ public final class NeedleIndex extends CustomIndexBase {
     public void register(IndexRegistry registry) {
         registry.registerIndex(this, groupKey, () -> new NeedleIndexGroup(this));
         filter.registered();
-        NeedleRegistry.put(baseCfs.metadata().id, filter);
+        FilterRegistry.put(baseCfs.metadata().id, filter);
         NodeFilters.instance.register(baseCfs.metadata().id, filter);
     }
 
     @Override
     public void unregister(IndexRegistry registry) {
         NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
-        NeedleRegistry.remove(baseCfs.metadata().id, filter);
+        FilterRegistry.remove(baseCfs.metadata().id, filter);
         registry.unregisterIndex(this, groupKey);
     }
 
@@ -108,7 +111,7 @@ public final class NeedleIndex extends CustomIndexBase {
     public Callable<?> getInvalidateTask() {
         return () -> {
             NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
-            NeedleRegistry.remove(baseCfs.metadata().id, filter);
+            FilterRegistry.remove(baseCfs.metadata().id, filter);
             filter.close(true);
             return null;
         };

@@ -1,5 +1,6 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.base.CustomIndexBase;
 import dev.needle.cassandra.range.KeyList;
 import dev.needle.cassandra.range.RangeIndex;
 import dev.needle.cassandra.range.RangeIndexes;

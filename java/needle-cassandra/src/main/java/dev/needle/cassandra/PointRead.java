@@ -1,7 +1,10 @@
 package dev.needle.cassandra;
 
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.cassandra.node.CoordinatorCheck;
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.storage.FilterRegistry;
+import dev.needle.cassandra.storage.NeedleMetrics;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.filter.KeyState;
 import java.nio.ByteBuffer;
@@ -53,7 +56,7 @@ record PointRead(
      * a Needle index: {@link #PASS}, counted nowhere.
      */
     static PointRead decide(SelectStatement select, QueryState queryState, QueryOptions options) {
-        StorageFilter filter = NeedleRegistry.get(select.table.id);
+        StorageFilter filter = FilterRegistry.get(select.table.id);
         if (filter == null) {
             return PASS;
         }

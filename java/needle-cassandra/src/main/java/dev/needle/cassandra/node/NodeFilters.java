@@ -1,6 +1,6 @@
 package dev.needle.cassandra.node;
 
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.cassandra.storage.Faults;
 import dev.needle.cassandra.storage.StorageFilter;
 import java.util.ArrayList;

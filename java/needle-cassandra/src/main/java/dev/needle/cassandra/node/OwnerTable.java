@@ -1,7 +1,7 @@
 package dev.needle.cassandra.node;
 
 import com.codahale.metrics.Histogram;
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.cassandra.storage.KeyEvents;
 import dev.needle.cassandra.storage.StorageFilter;
 import dev.needle.filter.BloomFilter;

@@ -1,6 +1,6 @@
 package dev.needle.cassandra.node;
 
-import dev.needle.cassandra.NeedleOptions.CopyScope;
+import dev.needle.cassandra.base.NeedleOptions.CopyScope;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;

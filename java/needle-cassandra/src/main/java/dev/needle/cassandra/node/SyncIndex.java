@@ -1,7 +1,7 @@
 package dev.needle.cassandra.node;
 
-import dev.needle.cassandra.CustomIndexBase;
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.CustomIndexBase;
+import dev.needle.cassandra.base.NeedleOptions;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.Callable;

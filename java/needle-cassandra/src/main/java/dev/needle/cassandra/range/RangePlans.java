@@ -1,7 +1,7 @@
 package dev.needle.cassandra.range;
 
 import com.codahale.metrics.Counter;
-import dev.needle.cassandra.MetricGroup;
+import dev.needle.cassandra.base.MetricGroup;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.EnumMap;

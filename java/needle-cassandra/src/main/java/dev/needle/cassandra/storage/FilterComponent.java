@@ -1,6 +1,6 @@
 package dev.needle.cassandra.storage;
 
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.filter.FilterFormatException;
 import dev.needle.filter.FilterIO;
 import dev.needle.filter.KeyStateFilter;

@@ -1,6 +1,6 @@
 package dev.needle.cassandra.storage;
 
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.filter.BloomFilter;
 import dev.needle.filter.DeletionAwareCuckooFilter;
 import dev.needle.filter.KeyStateFilter;

@@ -1,7 +1,6 @@
 package dev.needle.cassandra.storage;
 
-import dev.needle.cassandra.NeedleMetrics;
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.filter.KeyState;
 import java.io.IOException;
 import java.nio.ByteBuffer;

@@ -1,9 +1,9 @@
 package dev.needle.cassandra.views;
 
-import dev.needle.cassandra.NeedleMetrics;
-import dev.needle.cassandra.NeedleRegistry;
 import dev.needle.cassandra.node.NodeFilters;
+import dev.needle.cassandra.storage.FilterRegistry;
 import dev.needle.cassandra.storage.FilterStats;
+import dev.needle.cassandra.storage.NeedleMetrics;
 import dev.needle.cassandra.storage.StorageFilter;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -99,7 +99,7 @@ public final class NeedleViews {
         @Override
         public DataSet data() {
             SimpleDataSet rows = new SimpleDataSet(metadata());
-            for (StorageFilter f : NeedleRegistry.all()) {
+            for (StorageFilter f : FilterRegistry.all()) {
                 FilterStats s = f.stats();
                 NeedleMetrics m = f.metrics();
                 rows.row(f.keyspace(), f.table(), f.indexName())
@@ -158,7 +158,7 @@ public final class NeedleViews {
             String table = UTF8Type.instance.compose(parts[1]);
             String keyText = UTF8Type.instance.compose(parts[2]);
             int line = 0;
-            for (StorageFilter f : NeedleRegistry.all()) {
+            for (StorageFilter f : FilterRegistry.all()) {
                 if (!f.keyspace().equals(ks) || !f.table().equals(table)) {
                     continue;
                 }

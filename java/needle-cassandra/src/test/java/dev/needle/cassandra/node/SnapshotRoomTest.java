@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.needle.cassandra.NeedleOptions;
+import dev.needle.cassandra.base.NeedleOptions;
 import dev.needle.filter.KeyFilter;
 import java.util.Map;
 import java.util.SplittableRandom;

@@ -1,4 +1,4 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.base;
 
 import java.util.Optional;
 import java.util.concurrent.Callable;

@@ -1,4 +1,4 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.base;
 
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;

@@ -1,4 +1,4 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.base;
 
 import java.util.HashMap;
 import java.util.Locale;
@@ -150,7 +150,7 @@ public final class NeedleOptions {
     }
 
     /** The options Needle does not know, for Cassandra's {@code validateOptions} contract. */
-    static Map<String, String> unknown(Map<String, String> options) {
+    public static Map<String, String> unknown(Map<String, String> options) {
         return unknownBeyond(options, FILTER, FP_RATE, NODE_FILTER, NODE_FILTER_COPIES, STALENESS);
     }
 

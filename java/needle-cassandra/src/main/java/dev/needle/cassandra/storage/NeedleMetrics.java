@@ -1,8 +1,8 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.storage;
 
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Histogram;
-import dev.needle.cassandra.storage.FilterStats;
+import dev.needle.cassandra.base.MetricGroup;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;

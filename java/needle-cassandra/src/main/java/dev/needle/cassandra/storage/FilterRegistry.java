@@ -1,6 +1,5 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.storage;
 
-import dev.needle.cassandra.storage.StorageFilter;
 import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -11,16 +10,18 @@ import org.apache.cassandra.schema.TableId;
  * it for a read, and the virtual tables list them. An index puts its filter here when Cassandra
  * registers it and removes it when it goes.
  */
-public final class NeedleRegistry {
+public final class FilterRegistry {
     private static final ConcurrentHashMap<TableId, StorageFilter> TABLES = new ConcurrentHashMap<>();
 
-    private NeedleRegistry() {}
+    private FilterRegistry() {}
 
-    static void put(TableId id, StorageFilter filter) {
+    /** Registers the storage filter of table {@code id} (its index was registered). */
+    public static void put(TableId id, StorageFilter filter) {
         TABLES.put(id, filter);
     }
 
-    static void remove(TableId id, StorageFilter filter) {
+    /** Removes {@code filter} of table {@code id}, if it is still the one registered. */
+    public static void remove(TableId id, StorageFilter filter) {
         TABLES.remove(id, filter);
     }
 
@@ -30,7 +31,7 @@ public final class NeedleRegistry {
     }
 
     /** The storage filter of a table, or null when it has no Needle index on this node. */
-    static StorageFilter get(TableId id) {
+    public static StorageFilter get(TableId id) {
         return TABLES.get(id);
     }
 }
