@@ -146,7 +146,7 @@ public final class NeedleQueryHandler implements QueryHandler {
         } catch (RuntimeException e) {
             // Needle never fails a read: whatever went wrong, the read goes the stock way.
             logger.warn("Needle could not decide on a read of {}; it is not skipped", select.table, e);
-            d = PointRead.PASS;
+            d = PointRead.NOT_DECIDED;
         }
         ResultMessage result = stockWay.get();
         try {

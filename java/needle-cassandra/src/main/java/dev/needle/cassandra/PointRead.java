@@ -27,20 +27,70 @@ import org.apache.cassandra.utils.FBUtilities;
  * The decision on one point read (a SELECT of whole or part partitions by their keys): skip it,
  * because the filters prove that no key holds live data where the read would go, or pass it to
  * Cassandra, with what to learn if it then comes back empty. Made in one call, {@link #decide},
- * which counts it in the table's metrics and traces it.
+ * which traces it and counts its {@link Outcome} in the table's metrics, in one place.
  *
- * @param skip          answer empty without reading
- * @param filter        the table's storage filter on this node (null for {@link #PASS})
+ * @param outcome       what was decided, and why
  * @param liveHere      keys this node's filter called live, to check if the read finds nothing
  * @param liveElsewhere keys other owners' copies called live, with those owners, to ask them to check
  */
-record PointRead(
-        boolean skip, StorageFilter filter, List<ByteBuffer> liveHere, Map<ByteBuffer, List<UUID>> liveElsewhere) {
+record PointRead(Outcome outcome, List<ByteBuffer> liveHere, Map<ByteBuffer, List<UUID>> liveElsewhere) {
     static final String TRACE_SKIPPED = "Needle: partition absent/deleted on this node, read skipped";
     static final String TRACE_NODE_SKIPPED = "Needle: no replica holds live data (node filters), read skipped: ";
 
+    /** What a decision was, and why: each counts in the table's metrics ({@link #count}). */
+    enum Outcome {
+        /** Not a read Needle decides on (no Needle index, or a request Cassandra will refuse): counted nowhere. */
+        NOT_DECIDED,
+        /** Read the stock way: not a point read by keys, or a level no filter answers at. */
+        PASSED,
+        /** This node's storage filter calls a key live. */
+        PASSED_LIVE_HERE,
+        /** Skipped: this node's storage filter proves every key absent or deleted. */
+        SKIPPED_HERE,
+        /** Skipped at ONE or LOCAL_ONE: the node filters of every replica the read could go to. */
+        SKIPPED_BY_COPIES_AT_ONE,
+        /** Skipped at QUORUM or LOCAL_QUORUM: the node filters of every replica the read could go to. */
+        SKIPPED_BY_COPIES_AT_QUORUM,
+        /** A replica's copy calls a key live. */
+        PASSED_LIVE_ELSEWHERE,
+        /** A replica's copy is older than the staleness bound. */
+        PASSED_STALE_COPY,
+        /** A replica's copy is not ready. */
+        PASSED_COPY_NOT_READY,
+        /** No copy can answer for some replica (not eligible). */
+        PASSED_NOT_ELIGIBLE;
+
+        boolean skip() {
+            return this == SKIPPED_HERE || this == SKIPPED_BY_COPIES_AT_ONE || this == SKIPPED_BY_COPIES_AT_QUORUM;
+        }
+
+        /** Counts this outcome in {@code m}: a skip or a pass, and the node filters' reason. */
+        void count(NeedleMetrics m) {
+            if (this == NOT_DECIDED) {
+                return;
+            }
+            (skip() ? m.lookupsSkipped : m.lookupsPassed).inc();
+            switch (this) {
+                case SKIPPED_BY_COPIES_AT_ONE -> m.nodeSkipsOne.inc();
+                case SKIPPED_BY_COPIES_AT_QUORUM -> m.nodeSkipsQuorum.inc();
+                case PASSED_LIVE_ELSEWHERE -> m.nodePassedLive.inc();
+                case PASSED_STALE_COPY -> m.nodePassedStale.inc();
+                case PASSED_COPY_NOT_READY -> m.nodePassedNotReady.inc();
+                case PASSED_NOT_ELIGIBLE -> m.nodePassedNotEligible.inc();
+                default -> {}
+            }
+        }
+    }
+
     /** Read the stock way, nothing to learn. */
-    static final PointRead PASS = new PointRead(false, null, List.of(), Map.of());
+    static final PointRead PASS = new PointRead(Outcome.PASSED, List.of(), Map.of());
+
+    /** Not decided on: read the stock way, counted nowhere. */
+    static final PointRead NOT_DECIDED = new PointRead(Outcome.NOT_DECIDED, List.of(), Map.of());
+
+    boolean skip() {
+        return outcome.skip();
+    }
 
     private static boolean nodeFilterApplies(NeedleOptions.NodeFilterMode mode, ConsistencyLevel cl) {
         return switch (cl) {
@@ -51,15 +101,22 @@ record PointRead(
     }
 
     /**
-     * What the filters say about {@code select}: skip it (counted, and traced, as skipped), or pass
-     * it (counted as passed) with what to learn if it comes back empty. A read of a table without
-     * a Needle index: {@link #PASS}, counted nowhere.
+     * What the filters say about {@code select}: skip it (traced), or pass it with what to learn if
+     * it comes back empty; counted in the table's metrics. A read of a table without a Needle index:
+     * {@link #NOT_DECIDED}.
      */
     static PointRead decide(SelectStatement select, QueryState queryState, QueryOptions options) {
         StorageFilter filter = FilterRegistry.get(select.table.id);
         if (filter == null) {
-            return PASS;
+            return NOT_DECIDED;
         }
+        PointRead d = judge(select, filter, queryState, options);
+        d.outcome.count(filter.metrics());
+        return d;
+    }
+
+    private static PointRead judge(
+            SelectStatement select, StorageFilter filter, QueryState queryState, QueryOptions options) {
         ConsistencyLevel cl = options.getConsistency();
         boolean localLevel = cl == ConsistencyLevel.ONE || cl == ConsistencyLevel.LOCAL_ONE;
         boolean nodeLevel = nodeFilterApplies(filter.options().nodeFilter, cl);
@@ -71,17 +128,15 @@ record PointRead(
                 || r.usesSecondaryIndexing()
                 || select.getSelection().isAggregate()
                 || select.getAggregationSpec(options) != null) {
-            filter.metrics().lookupsPassed.inc();
             return PASS;
         }
         List<ByteBuffer> keys;
         try {
             keys = r.getPartitionKeys(options, queryState.getClientState());
         } catch (RuntimeException e) {
-            return PASS; // invalid request: let Cassandra say why
+            return NOT_DECIDED; // invalid request: let Cassandra say why
         }
         if (keys.isEmpty()) {
-            filter.metrics().lookupsPassed.inc();
             return PASS;
         }
         Token[] tokens = new Token[keys.size()];
@@ -98,7 +153,6 @@ record PointRead(
             return decideLocally(filter, keys, tokens, nowInSec, wholePartitions);
         }
         if (!nodeLevel) {
-            filter.metrics().lookupsPassed.inc();
             return PASS;
         }
         return decideFromCopies(select, filter, cl, keys, tokens, nowInSec, wholePartitions);
@@ -118,12 +172,10 @@ record PointRead(
             }
         }
         if (live == null) {
-            filter.metrics().lookupsSkipped.inc();
             Tracing.trace(TRACE_SKIPPED);
-            return new PointRead(true, filter, List.of(), Map.of());
+            return new PointRead(Outcome.SKIPPED_HERE, List.of(), Map.of());
         }
-        filter.metrics().lookupsPassed.inc();
-        return new PointRead(false, filter, wholePartitions ? live : List.of(), Map.of());
+        return new PointRead(Outcome.PASSED_LIVE_HERE, wholePartitions ? live : List.of(), Map.of());
     }
 
     /** Any coordinator: skipped only if every replica the read could go to holds no live data, by its trusted copy. */
@@ -135,7 +187,6 @@ record PointRead(
             Token[] tokens,
             long nowInSec,
             boolean wholePartitions) {
-        NeedleMetrics m = filter.metrics();
         Map<ByteBuffer, List<UUID>> remoteLive = null;
         CoordinatorCheck.Verdict passed = null;
         StringBuilder trace = Tracing.isTracing() ? new StringBuilder() : null;
@@ -160,27 +211,25 @@ record PointRead(
             }
         }
         if (passed == null) {
-            (cl == ConsistencyLevel.ONE || cl == ConsistencyLevel.LOCAL_ONE ? m.nodeSkipsOne : m.nodeSkipsQuorum).inc();
-            m.lookupsSkipped.inc();
             if (trace != null) {
                 Tracing.trace(TRACE_NODE_SKIPPED + trace);
             }
-            return new PointRead(true, filter, List.of(), Map.of());
+            boolean one = cl == ConsistencyLevel.ONE || cl == ConsistencyLevel.LOCAL_ONE;
+            return new PointRead(
+                    one ? Outcome.SKIPPED_BY_COPIES_AT_ONE : Outcome.SKIPPED_BY_COPIES_AT_QUORUM, List.of(), Map.of());
         }
-        m.lookupsPassed.inc();
-        switch (passed) {
-            case LIVE -> m.nodePassedLive.inc();
-            case STALE -> m.nodePassedStale.inc();
-            case NOT_READY -> m.nodePassedNotReady.inc();
-            default -> m.nodePassedNotEligible.inc();
-        }
+        Outcome outcome = switch (passed) {
+            case LIVE -> Outcome.PASSED_LIVE_ELSEWHERE;
+            case STALE -> Outcome.PASSED_STALE_COPY;
+            case NOT_READY -> Outcome.PASSED_COPY_NOT_READY;
+            default -> Outcome.PASSED_NOT_ELIGIBLE;
+        };
         if (trace != null) {
             Tracing.trace("Needle: node filters say read (" + passed + "): " + trace);
         }
         // An owner whose filter cannot forget a key (Bloom) ignores a check: none is sent.
         return new PointRead(
-                false,
-                filter,
+                outcome,
                 List.of(),
                 wholePartitions && filter.options().tracksDeletions() && remoteLive != null ? remoteLive : Map.of());
     }
@@ -207,8 +256,11 @@ record PointRead(
                 || !rows.result.isEmpty()) {
             return;
         }
-        for (ByteBuffer key : liveHere) {
-            filter.readFoundNothing(key);
+        StorageFilter filter = liveHere.isEmpty() ? null : FilterRegistry.get(select.table.id);
+        if (filter != null) { // null: the index went meanwhile
+            for (ByteBuffer key : liveHere) {
+                filter.readFoundNothing(key);
+            }
         }
         liveElsewhere.forEach(
                 (key, owners) -> NodeFilters.instance.coordinator().verify(select.table.id, key, owners));

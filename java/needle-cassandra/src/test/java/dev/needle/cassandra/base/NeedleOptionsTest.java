@@ -1,10 +1,9 @@
-package dev.needle.cassandra;
+package dev.needle.cassandra.base;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.needle.cassandra.base.NeedleOptions;
 import java.util.Map;
 import org.apache.cassandra.exceptions.ConfigurationException;
 import org.junit.jupiter.api.Test;
