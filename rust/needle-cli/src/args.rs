@@ -165,7 +165,7 @@ pub(crate) enum Cmd {
         /// How values are interpreted (an index not built with index-parquet).
         #[arg(long = "type", value_enum, default_value = "string")]
         ty: TypeArg,
-        /// Threads answering requests.
+        /// Requests answered at once (the threads that read the index and the Parquet files).
         #[arg(long, default_value_t = 4)]
         threads: usize,
         /// How often the index's files are checked for new data, in milliseconds.

@@ -1,4 +1,4 @@
-//! The service's endpoints and the metrics `/metrics` exposes.
+//! The metrics `/metrics` exposes.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -7,43 +7,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-/// The service's endpoints, by path.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Endpoint {
-    Candidates,
-    Lookup,
-    Health,
-    Metrics,
-    /// Any other path (answered 404).
-    Other,
-}
-
-impl Endpoint {
-    pub(super) fn of(path: &str) -> Endpoint {
-        match path {
-            "/candidates" => Endpoint::Candidates,
-            "/lookup" => Endpoint::Lookup,
-            "/health" => Endpoint::Health,
-            "/metrics" => Endpoint::Metrics,
-            _ => Endpoint::Other,
-        }
-    }
-
-    /// The `endpoint` label of its requests in `/metrics`.
-    pub(super) fn label(self) -> &'static str {
-        match self {
-            Endpoint::Candidates => "candidates",
-            Endpoint::Lookup => "lookup",
-            Endpoint::Health => "health",
-            Endpoint::Metrics => "metrics",
-            Endpoint::Other => "other",
-        }
-    }
-}
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct EndpointLabel {
-    pub(super) endpoint: &'static str,
+    /// The route's path without its slash (`candidates`, `lookup`, `health`, `metrics`), or `other`.
+    pub(super) endpoint: String,
 }
 
 /// The service's metrics, in the registry `/metrics` encodes (the OpenMetrics text format, which

@@ -27,12 +27,11 @@ use snapshot::{open_snapshot, signature, DeltaTable, Snapshot};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tiny_http::Server;
 
 /// At most this many values in one batch request.
 const MAX_BATCH: usize = 100_000;
 /// At most this many bytes in a request body.
-const MAX_BODY: u64 = 16 << 20;
+const MAX_BODY: usize = 16 << 20;
 
 /// What `needle serve` was asked to serve.
 pub struct ServeOptions {
@@ -81,17 +80,23 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         _ => None,
     };
     let first = open_snapshot(&opts.index, delta.is_some())?;
-    let server = Server::http(&opts.listen).map_err(|e| {
-        anyhow!(
-            "cannot listen on {}: {e} (is the port in use? pass another --listen)",
-            opts.listen
-        )
-    })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|| opts.listen.clone());
+    // A few threads take requests; the index's and the Parquet files' reads run on the blocking
+    // pool, at most `--threads` at once.
+    let threads = opts.threads.max(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.min(2))
+        .max_blocking_threads(threads)
+        .enable_io()
+        .build()?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(&opts.listen))
+        .map_err(|e| {
+            anyhow!(
+                "cannot listen on {}: {e} (is the port in use? pass another --listen)",
+                opts.listen
+            )
+        })?;
+    let addr = listener.local_addr()?;
     let table = match &delta {
         Some(t) => format!(
             ", Delta table {} at version {}",
@@ -100,10 +105,20 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
         ),
         None => String::new(),
     };
-    // The log of what the service could not do while it keeps serving (standard error).
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
+    // The log of what the service could not do while it keeps serving (standard error): its own
+    // events; the libraries' (the Delta kernel logs every snapshot it builds) stay out of it.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("needle_cli", tracing::Level::INFO),
+                ),
+        )
         .try_init();
     println!(
         "needle serve: listening on http://{addr} (index {}, {} values{table})",
@@ -122,21 +137,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
     });
     let refresher = Arc::clone(&svc);
     std::thread::spawn(move || refresher.refresh_loop());
-    let server = Arc::new(server);
-    let workers: Vec<_> = (0..svc.opts.threads.max(1))
-        .map(|_| {
-            let (server, svc) = (Arc::clone(&server), Arc::clone(&svc));
-            std::thread::spawn(move || loop {
-                match server.recv() {
-                    Ok(req) => svc.handle(req),
-                    Err(e) => tracing::error!("cannot accept a request: {e}"),
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
+    runtime.block_on(async move { axum::serve(listener, handlers::router(svc)).await })?;
     Ok(())
 }
 
