@@ -16,6 +16,7 @@
 
 mod handlers;
 mod metrics;
+mod routes;
 mod snapshot;
 
 use anyhow::{anyhow, bail, Result};
@@ -137,7 +138,7 @@ pub fn serve(opts: ServeOptions) -> Result<()> {
     });
     let refresher = Arc::clone(&svc);
     std::thread::spawn(move || refresher.refresh_loop());
-    runtime.block_on(async move { axum::serve(listener, handlers::router(svc)).await })?;
+    runtime.block_on(async move { axum::serve(listener, routes::router(svc)).await })?;
     Ok(())
 }
 
