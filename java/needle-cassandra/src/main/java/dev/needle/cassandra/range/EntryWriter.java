@@ -27,8 +27,9 @@ import org.apache.cassandra.transport.Dispatcher;
 /**
  * Writes the index entries of a write before the write itself is sent: the query handler calls
  * {@link #beforeWrite} or {@link #beforeBatch}, which write the entries of the mutations the
- * statement will apply, and sends the statement only when the entries are at (at least) a quorum. So a row value that any replica holds has its entry where a
- * quorum read of the index finds it. An entry whose write then fails or is overwritten is stale,
+ * statement will apply, and sends the statement only when the entries are at (at least) a
+ * quorum. So a row value that any replica holds has its entry where a quorum read of the index
+ * finds it. An entry whose write then fails or is overwritten is stale,
  * and reads drop it ({@link RangeRead}): no write path has to read before it writes.
  */
 public final class EntryWriter {
@@ -123,7 +124,7 @@ public final class EntryWriter {
     }
 
     /** Writes {@code entries} at the entry level of {@code cl}; returns when they are there (or throws). */
-    public static void write(
+    private static void write(
             RangeIndex index,
             Collection<? extends IMutation> mutations,
             ConsistencyLevel cl,
