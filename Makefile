@@ -58,8 +58,8 @@ test-without-cluster-quiet:
 
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
-# (which compiles the Rust workspace again). Java and Rust run side by side (each mostly keeps one
-# core busy), each lane's output shown when it ends.
+# (its virtualenv, its native module's build and its tests). Java and Rust run side by side (each
+# mostly keeps one core busy), each lane's output shown when it ends.
 check: lint-python s3-test-server
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
 	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters
