@@ -91,14 +91,19 @@ public final class NeedleIndex extends CustomIndexBase {
     public void register(IndexRegistry registry) {
         registry.registerIndex(this, groupKey, () -> new NeedleIndexGroup(this));
         filter.registered();
-        FilterRegistry.put(baseCfs.metadata().id, filter);
-        NodeFilters.instance.register(baseCfs.metadata().id, filter);
+        FilterRegistry.put(baseCfs.metadata().id, filter); // where reads find it
+        NodeFilters.instance.register(baseCfs.metadata().id, filter); // its node filter, if on
+    }
+
+    /** The filter leaves the node's registries: reads and the node-filter publisher stop using it. */
+    private void withdraw() {
+        NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
+        FilterRegistry.remove(baseCfs.metadata().id, filter);
     }
 
     @Override
     public void unregister(IndexRegistry registry) {
-        NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
-        FilterRegistry.remove(baseCfs.metadata().id, filter);
+        withdraw();
         registry.unregisterIndex(this, groupKey);
     }
 
@@ -110,8 +115,7 @@ public final class NeedleIndex extends CustomIndexBase {
     @Override
     public Callable<?> getInvalidateTask() {
         return () -> {
-            NodeFilters.instance.unregister(baseCfs.metadata().id, filter);
-            FilterRegistry.remove(baseCfs.metadata().id, filter);
+            withdraw();
             filter.close(true);
             return null;
         };
