@@ -112,9 +112,16 @@ def _row(res, lib, n, fpp):
     return next((r for r in res if r["library"] == lib and r["n"] == n and r["fpp"] == fpp), None)
 
 
+def _cf4j_at_largest(res):
+    """The run's largest n, and CuckooFilter4J's result there (its power-of-two table's load), or None."""
+    n = max(r["n"] for r in res)
+    return n, next((r for r in res if r["library"] == "cuckoofilter4j" and r["n"] == n), None)
+
+
 def reasons(res):
     """Why each competitor can be faster than Needle, with its space and load from this run's results."""
-    n_small, n_large = min(r["n"] for r in res), max(r["n"] for r in res)
+    n_small = min(r["n"] for r in res)
+    n_large, cf4j = _cf4j_at_largest(res)
     fpps = sorted({r["fpp"] for r in res}, reverse=True)
     needle_bits = " / ".join(
         "{:.1f}".format(r["bits_per_key"]) for r in (_row(res, NEEDLE, n_small, f) for f in fpps) if r
@@ -122,7 +129,6 @@ def reasons(res):
     ff = [r for r in (_row(res, "fastfilter-cuckoo", n_small, f) for f in fpps) if r]
     ff_bits = ", ".join(sorted({"{:.1f}".format(r["bits_per_key"]) for r in ff}))
     ff_tightest = ff[-1] if ff else None
-    cf4j = _row(res, "cuckoofilter4j", n_large, fpps[0]) if fpps else None
     out = {
         "fastfilter-blockedbloom": (
             "**fastfilter BlockedBloom** touches one cache line per key (one 512-bit block, a few bits in it) and "
@@ -515,8 +521,8 @@ def _slower(summary, w):
     w("## Where Needle is slower, and why")
     w("")
     cases = slower_cases(res)
-    n_large = max(r["n"] for r in res)
-    cf4j_load = max((r["load"] for r in res if r["library"] == "cuckoofilter4j" and r["n"] == n_large), default=0)
+    n_large, cf4j = _cf4j_at_largest(res)
+    cf4j_load = cf4j["load"] if cf4j else 0
     if not cases:
         w("In this run no competitor was faster than Needle's cuckoo filter for any operation and configuration.")
     else:
