@@ -35,6 +35,19 @@ final class OwnerTable implements KeyEvents {
      * tenfold (each one the whole filter to every node) instead of about twenty.
      */
     static final double GROWTH_HEADROOM = 2.0;
+    /**
+     * The room of a snapshot that shrinks a copy whose keys stopped moving ({@link #oversized}):
+     * with 13-bit fingerprints (the default {@code fp_rate}, 0.001) at the filter's design load,
+     * 1.92 bytes per key the copy holds.
+     */
+    static final double REST_HEADROOM = 1.12;
+    /**
+     * A copy with more room than this for the keys it holds is shrunk once they stop moving: at
+     * the default {@code fp_rate}, a copy at rest then takes at most 1.98 bytes per key it holds,
+     * within the 2 bytes the node filters promise (so, with RF 3, 4 bytes per key a node
+     * publishes).
+     */
+    static final double REST_MAX_HEADROOM = 1.16;
 
     final UUID table;
     final StorageFilter storage;
@@ -52,18 +65,25 @@ final class OwnerTable implements KeyEvents {
     long buildStartedMillis;
     /** Keys the last snapshot's filter of each receiver has room for, by receiver index. */
     long[] snapshotCapacity = new long[0];
-    /** Keys each receiver's last snapshot held, by receiver index. */
-    long[] snapshotKeys = new long[0];
-    /** When the last snapshot went to each receiver, by receiver index. */
-    long[] lastSnapshotTo = new long[0];
-    /** The least room a snapshot gives a copy. */
-    static final long MIN_CAPACITY = 4096;
+    /**
+     * The keys each receiver held when they last moved by more than {@link #STEADY_TOLERANCE} of
+     * themselves, and when: how long a receiver's keys have been steady, by receiver index.
+     */
+    long[] steadyKeys = new long[0];
+
+    long[] steadySinceMillis = new long[0];
+    /**
+     * The least room a snapshot gives a copy: small, since a copy of few keys (an owner that
+     * shares little of the ring with its receiver) keeps this room at rest, and the growth
+     * snapshots of a small set are small too.
+     */
+    static final long MIN_CAPACITY = 256;
 
     /** The per-receiver state of a new epoch's {@code count} receivers, all at zero. */
     void newReceivers(int count) {
         snapshotCapacity = new long[count];
-        snapshotKeys = new long[count];
-        lastSnapshotTo = new long[count];
+        steadyKeys = new long[count];
+        steadySinceMillis = new long[count];
         lastBatchTo = new long[count];
     }
 
@@ -257,35 +277,53 @@ final class OwnerTable implements KeyEvents {
         return r < snapshotCapacity.length && outgrown(filter.keysFor(r), snapshotCapacity[r]);
     }
 
-    /** Whether {@code keys} outgrew a snapshot with room for {@code capacity}. */
+    /**
+     * Whether {@code keys} outgrew a snapshot with room for {@code capacity}: past 95 % of it (90 %
+     * of the filter's slots), a few percent before the filter's design load, so that the bigger
+     * snapshot arrives before the copy's inserts start to fail (a copy that cannot insert a key
+     * stops being trusted until it has the snapshot).
+     */
     static boolean outgrown(long keys, long capacity) {
-        return keys > capacity * 0.9;
+        return keys > capacity * 0.95;
     }
 
-    /** How long the keys of a receiver must stay about the same before its copy is shrunk. */
+    /** How long the keys of a receiver must stay steady before its copy is shrunk. */
     static final long SHRINK_AFTER_MILLIS = 60_000;
 
+    /** Keys that move by at most this fraction of themselves are steady. */
+    static final double STEADY_TOLERANCE = 0.02;
+
+    /** Notes receiver {@code r}'s keys now: a move of more than {@link #STEADY_TOLERANCE} starts a new steady period. */
+    void observeKeys(int r, long nowMillis) {
+        if (r >= steadyKeys.length) {
+            return;
+        }
+        long keys = filter.keysFor(r);
+        if (Math.abs(keys - steadyKeys[r]) > steadyKeys[r] * STEADY_TOLERANCE || steadySinceMillis[r] == 0) {
+            steadyKeys[r] = keys;
+            steadySinceMillis[r] = nowMillis;
+        }
+    }
+
     /**
-     * Whether receiver {@code r}'s copy has much more room than its keys need and they stopped
-     * growing: then a snapshot with room for a quarter more ({@link #HEADROOM}) shrinks it.
+     * Whether receiver {@code r}'s copy has more room than a copy at rest needs and its keys have
+     * stopped moving: then a snapshot with {@link #REST_HEADROOM} shrinks it.
      */
     boolean oversized(int r, long nowMillis) {
         return r < snapshotCapacity.length
-                && oversized(filter.keysFor(r), snapshotCapacity[r], snapshotKeys[r], nowMillis - lastSnapshotTo[r]);
+                && oversized(filter.keysFor(r), snapshotCapacity[r], nowMillis - steadySinceMillis[r]);
     }
 
     /**
-     * Whether a copy with room for {@code capacity} is oversized for {@code keys}: the room is at
-     * least 1.5 times what a snapshot would give them now, and in the {@link #SHRINK_AFTER_MILLIS}
-     * since its last snapshot (which held {@code keysAtSnapshot}) the keys grew by less than 5 %.
-     * A set that grows sends bigger snapshots with room for twice its keys ({@link
-     * #GROWTH_HEADROOM}), so its copies end up to twice as big as they need once it stops.
+     * Whether a copy with room for {@code capacity} is oversized for {@code keys} that have been
+     * steady for {@code steadyMillis}: more room than {@link #REST_MAX_HEADROOM} times the keys,
+     * after {@link #SHRINK_AFTER_MILLIS}. A set that grows sends snapshots with room for twice its
+     * keys ({@link #GROWTH_HEADROOM}) and an epoch starts with a quarter more ({@link #HEADROOM}):
+     * once the set stops, its copies come down to about an eighth more, one snapshot per copy per
+     * steady period (after it, the copy fits and is not shrunk again until its keys move).
      */
-    static boolean oversized(long keys, long capacity, long keysAtSnapshot, long sinceSnapshotMillis) {
-        long needed = roomFor(keys, HEADROOM);
-        return sinceSnapshotMillis >= SHRINK_AFTER_MILLIS
-                && capacity >= needed + needed / 2
-                && keys <= keysAtSnapshot + keysAtSnapshot / 20;
+    static boolean oversized(long keys, long capacity, long steadyMillis) {
+        return steadyMillis >= SHRINK_AFTER_MILLIS && capacity > roomFor(keys, REST_MAX_HEADROOM);
     }
 
     /**
@@ -307,7 +345,6 @@ final class OwnerTable implements KeyEvents {
             }
             if (all) {
                 snapshotCapacity[r] = capacity;
-                snapshotKeys[r] = hashes.length;
                 return f;
             }
             capacity += capacity / 4;

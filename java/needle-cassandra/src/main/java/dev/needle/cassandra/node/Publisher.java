@@ -251,6 +251,7 @@ final class Publisher {
         List<Integer> oversized = new ArrayList<>();
         boolean mayAnswer = now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS;
         for (int r = 0; r < receivers.size(); r++) {
+            o.observeKeys(r, now);
             if (o.outgrown(r)) {
                 grown.add(r);
             } else if (mayAnswer && o.snapshotWanted.contains(receivers.hostIds[r])) {
@@ -264,7 +265,7 @@ final class Publisher {
         if (!oversized.isEmpty() && o.filter.queued() == 0) {
             // Only with nothing queued: the snapshot is then at the copy's own sequence number,
             // which a copy takes whatever its size (NodeCopy#snapshot).
-            sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.HEADROOM);
+            sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.REST_HEADROOM);
         }
         beat(me, o, now, o.ready());
     }
@@ -443,7 +444,6 @@ final class Publisher {
             o.bytesSent.addAndGet(bytes.length);
             o.snapshotsSent.incrementAndGet();
             o.snapshotWanted.remove(receivers.hostIds[r]);
-            o.lastSnapshotTo[r] = System.currentTimeMillis();
         }
         o.lastSnapshotMillis = System.currentTimeMillis();
     }
