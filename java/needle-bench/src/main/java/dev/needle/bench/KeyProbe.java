@@ -2,11 +2,10 @@ package dev.needle.bench;
 
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.fasterxml.jackson.annotation.JsonInclude;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -30,7 +29,7 @@ final class KeyProbe {
     private final int nodes;
     private final ByteBuffer value;
     private final long stalenessNanos;
-    private final List<Map<String, Object>> violations;
+    private final List<StalenessResult.Violation> violations;
     private final PreparedStatement[] insert;
     private final PreparedStatement[] select;
     private final long[] readsPerBin = new long[BINS_MS.length];
@@ -56,7 +55,7 @@ final class KeyProbe {
             CqlSession[] sessions,
             ByteBuffer value,
             long stalenessNanos,
-            List<Map<String, Object>> violations) {
+            List<StalenessResult.Violation> violations) {
         this.v = v;
         this.sessions = sessions;
         this.nodes = sessions.length - 1;
@@ -118,17 +117,8 @@ final class KeyProbe {
                     misses++;
                 }
                 if (since > stalenessNanos) {
-                    violations.add(Map.of(
-                            "table",
-                            v.table(),
-                            "key",
-                            key,
-                            "owner",
-                            owner,
-                            "coordinator",
-                            n,
-                            "ms_since_write",
-                            LatencyCalibration.round(since / 1e6)));
+                    violations.add(new StalenessResult.Violation(
+                            v.table(), key, owner, n, LatencyCalibration.round(since / 1e6)));
                 }
                 if (since > GIVE_UP_NANOS) {
                     throw new IllegalStateException("node " + n + " still misses key " + key + " of "
@@ -146,29 +136,62 @@ final class KeyProbe {
         }
     }
 
-    Map<String, Object> result(String label) {
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("keys", visible.size());
-        r.put("reads", reads);
-        r.put("misses", misses);
-        r.put("keys_missed_once_or_more", lastMiss.size());
-        r.put("keys_by_misses", missesPerKey);
-        r.put("visible_at_every_coordinator_ms", percentiles(longs(visible)));
-        r.put("last_miss_ms", percentiles(longs(lastMiss)));
-        List<Map<String, Object>> curve = new ArrayList<>();
+    /**
+     * What one table's probe saw in a phase: keys, reads and misses, how many keys were missed how
+     * many times, when every coordinator had a key, each missed key's last miss, the curve of
+     * misses by time since the acknowledgement, and (Needle's table) its coordinators' decisions.
+     */
+    record Result(
+            int keys,
+            long reads,
+            long misses,
+            int keysMissedOnceOrMore,
+            Map<Integer, Integer> keysByMisses,
+            StalenessResult.Percentiles visibleAtEveryCoordinatorMs,
+            StalenessResult.Percentiles lastMissMs,
+            List<Bin> curve,
+            @JsonInclude(JsonInclude.Include.NON_NULL) Map<String, Long> coordinatorDecisions) {
+
+        Result withDecisions(Map<String, Long> decisions) {
+            return new Result(
+                    keys,
+                    reads,
+                    misses,
+                    keysMissedOnceOrMore,
+                    keysByMisses,
+                    visibleAtEveryCoordinatorMs,
+                    lastMissMs,
+                    curve,
+                    decisions);
+        }
+    }
+
+    /** Reads and misses of one bin of time since the acknowledgement ({@code toMs} null: the last, open bin). */
+    record Bin(double fromMs, Double toMs, long reads, long misses, double missFraction) {}
+
+    Result result(String label) {
+        List<Bin> curve = new ArrayList<>();
         for (int b = 0; b < BINS_MS.length; b++) {
             if (readsPerBin[b] == 0) {
                 continue;
             }
-            Map<String, Object> c = new LinkedHashMap<>();
-            c.put("from_ms", BINS_MS[b]);
-            c.put("to_ms", b + 1 < BINS_MS.length ? BINS_MS[b + 1] : null);
-            c.put("reads", readsPerBin[b]);
-            c.put("misses", missesPerBin[b]);
-            c.put("miss_fraction", (double) missesPerBin[b] / readsPerBin[b]);
-            curve.add(c);
+            curve.add(new Bin(
+                    BINS_MS[b],
+                    b + 1 < BINS_MS.length ? BINS_MS[b + 1] : null,
+                    readsPerBin[b],
+                    missesPerBin[b],
+                    (double) missesPerBin[b] / readsPerBin[b]));
         }
-        r.put("curve", curve);
+        Result r = new Result(
+                visible.size(),
+                reads,
+                misses,
+                lastMiss.size(),
+                new TreeMap<>(missesPerKey),
+                StalenessResult.Percentiles.ofNanos(longs(visible)),
+                StalenessResult.Percentiles.ofNanos(longs(lastMiss)),
+                curve,
+                null);
         System.err.printf(
                 "staleness: %s %s: %,d keys, %,d reads, %,d missed; every coordinator had a key after %s ms;"
                         + " keys by misses %s; miss fraction by ms since the write %s%n",
@@ -177,10 +200,10 @@ final class KeyProbe {
                 visible.size(),
                 reads,
                 misses,
-                r.get("visible_at_every_coordinator_ms"),
+                r.visibleAtEveryCoordinatorMs(),
                 missesPerKey,
                 curve.stream()
-                        .map(c -> c.get("from_ms") + ": " + String.format("%.3f", (double) c.get("miss_fraction")))
+                        .map(c -> c.fromMs() + ": " + String.format("%.3f", c.missFraction()))
                         .toList());
         return r;
     }
@@ -193,21 +216,6 @@ final class KeyProbe {
             b++;
         }
         return b;
-    }
-
-    /** p50, p99, p99.9 and max of nanosecond values, in milliseconds (empty: no values). */
-    static Map<String, Object> percentiles(long[] nanos) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        if (nanos.length == 0) {
-            return m;
-        }
-        long[] v = nanos.clone();
-        Arrays.sort(v);
-        m.put("p50", LatencyCalibration.round(LatencyCalibration.q(v, 0.5)));
-        m.put("p99", LatencyCalibration.round(LatencyCalibration.q(v, 0.99)));
-        m.put("p99.9", LatencyCalibration.round(LatencyCalibration.q(v, 0.999)));
-        m.put("max", LatencyCalibration.round(v[v.length - 1] / 1e6));
-        return m;
     }
 
     private static long[] longs(List<Long> v) {

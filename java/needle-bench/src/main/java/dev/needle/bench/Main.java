@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * {@code needle-bench run EXPERIMENT.json [options]}: starts local Cassandra nodes with the Needle
@@ -124,7 +123,7 @@ public final class Main {
                 LocalCluster.start(tool, jar, clusterDir, shape.nodes(), up.toArray(new String[0]))) {
             // Ctrl-C skips finally blocks: LocalCluster stops the nodes from its shutdown hook.
             Runtime.getRuntime().addShutdownHook(new Thread(() -> stopping = true, "needle-bench-interrupted"));
-            Map<String, Object> result = new Runner(e, cluster, out.resolve("results.json"), System.err)
+            RunResult result = new Runner(e, cluster, out.resolve("results.json"), System.err)
                     .note("command", "needle-bench " + String.join(" ", args))
                     .note("node_heap", heap)
                     .note("nodes", shape.nodes())
@@ -133,7 +132,7 @@ public final class Main {
             System.out.println();
             System.out.print(Report.table(result));
             System.out.println("results: " + out.resolve("results.json"));
-            long wrong = wrongResults(result);
+            long wrong = result.wrongResults();
             if (wrong > 0) {
                 System.err.println("needle-bench: " + wrong + " operations returned wrong results (see results.json)");
                 return 1;
@@ -152,17 +151,6 @@ public final class Main {
             ex.printStackTrace();
             return 1;
         }
-    }
-
-    /** Operations, over all runs and variants, whose result was wrong. */
-    static long wrongResults(Map<String, Object> result) {
-        long wrong = 0;
-        for (Object r : (List<?>) result.get("runs")) {
-            for (Object s : ((Map<?, ?>) ((Map<?, ?>) r).get("variants")).values()) {
-                wrong += ((Number) ((Map<?, ?>) s).get("wrong_results")).longValue();
-            }
-        }
-        return wrong;
     }
 
     /** The cluster tool and the plugin jar a run starts its nodes with, or an error that says what to do. */

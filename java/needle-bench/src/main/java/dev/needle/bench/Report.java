@@ -18,54 +18,55 @@ final class Report {
     }
 
     /** The side-by-side table of a whole result document. */
-    static String table(Map<String, Object> result) {
-        @SuppressWarnings("unchecked")
-        List<Map<String, Object>> runs = (List<Map<String, Object>>) result.get("runs");
+    static String table(RunResult result) {
+        List<PointResult> runs = result.runs();
         if (runs.isEmpty()) {
             return "(no results)";
         }
-        @SuppressWarnings("unchecked")
-        List<String> variants = List.copyOf(((Map<String, Object>) runs.get(0).get("variants")).keySet());
-        boolean growing = runs.stream().map(r -> r.get("partitions")).distinct().count() > 1;
+        List<String> variants = List.copyOf(runs.get(0).variants().keySet());
+        boolean growing = runs.stream().map(Report::partitions).distinct().count() > 1;
         StringBuilder b = new StringBuilder();
-        b.append(result.get("title")).append('\n');
+        b.append(result.title()).append('\n');
         b.append("median (p99) latency in ms per ")
-                .append(runs.get(0).containsKey("load") ? "insert" : "lookup")
+                .append(runs.get(0).insert() != null ? "insert" : "lookup")
                 .append('\n');
         b.append(String.format("%-58s", "run"));
         for (String v : variants) {
             b.append(String.format(" %22s", v));
         }
         b.append(String.format(" %16s %15s%n", "stock/cuckoo p50", "cuckoo skipped"));
-        for (Map<String, Object> r : runs) {
-            Object mode = r.get("delete_mode");
-            String label = r.get("cache") + (mode == null ? "" : ", " + mode + " deletes") + ", " + r.get("point")
-                    + (growing ? String.format(", %,d partitions", ((Number) r.get("partitions")).longValue()) : "");
+        for (PointResult r : runs) {
+            String mode = r.lookup() == null ? null : r.lookup().deleteMode();
+            String label = r.cache() + (mode == null ? "" : ", " + mode + " deletes") + ", " + r.point()
+                    + (growing ? String.format(", %,d partitions", partitions(r)) : "");
             b.append(String.format("%-58s", label));
-            Map<?, ?> byVariant = (Map<?, ?>) r.get("variants");
             for (String v : variants) {
-                Map<?, ?> s = (Map<?, ?>) byVariant.get(v);
-                b.append(String.format(" %22s", ms(s.get("p50_us")) + " (" + ms(s.get("p99_us")) + ")"));
+                LatencyStats s = r.variants().get(v).latency();
+                b.append(String.format(" %22s", ms(s.p50Us()) + " (" + ms(s.p99Us()) + ")"));
             }
-            Object ratio = r.get("ratio_p50_stock_over_cuckoo");
-            Map<?, ?> cuckoo = (Map<?, ?>) byVariant.get("needle-cuckoo");
+            Double ratio = r.ratios() == null ? null : r.ratios().ratioP50StockOverCuckoo();
+            VariantResult cuckoo = r.variants().get("needle-cuckoo");
             // Every lookup node 1 answered without a read: by its storage filter or by its copies.
-            String skipped = cuckoo == null || cuckoo.get("needle_skipped") == null
+            String skipped = cuckoo == null || cuckoo.needle() == null
                     ? "-"
                     : String.format(
                             "%.1f%%",
                             100.0
-                                    * ((Number) cuckoo.get("needle_skipped")).doubleValue()
-                                    / ((Number) cuckoo.get("count")).doubleValue());
+                                    * cuckoo.needle().needleSkipped()
+                                    / cuckoo.latency().count());
             b.append(String.format(
                     " %16s %15s%n",
-                    ratio == null ? "-" : String.format("%.2fx", ((Number) ratio).doubleValue()),
-                    r.containsKey("load") ? "-" : skipped));
+                    ratio == null ? "-" : String.format("%.2fx", ratio), r.insert() != null ? "-" : skipped));
         }
         return b.toString();
     }
 
-    private static String ms(Object us) {
-        return String.format("%.3f", ((Number) us).doubleValue() / 1000.0);
+    /** The partitions a lookup point measured over; null for an insert point. */
+    private static Integer partitions(PointResult r) {
+        return r.lookup() == null ? null : r.lookup().partitions();
+    }
+
+    private static String ms(double us) {
+        return String.format("%.3f", us / 1000.0);
     }
 }

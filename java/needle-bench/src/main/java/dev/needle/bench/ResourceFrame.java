@@ -30,6 +30,11 @@ final class ResourceFrame implements AutoCloseable {
         return resources;
     }
 
+    /** Whether the timeline started ({@link #startOnce}). */
+    boolean started() {
+        return started;
+    }
+
     /** The section as the result file holds it. */
     Map<String, Object> document() {
         return doc;
@@ -79,7 +84,7 @@ final class ResourceFrame implements AutoCloseable {
         nodes.settle(keyspace, true, false);
         BenchCluster.sleep(15_000);
         doc.put("idle_after_with_needle", idlePeriod("idle, Needle indexes", seconds));
-        Map<String, Object> memory = new LinkedHashMap<>();
+        Map<String, Resources.CopyMemory> memory = new LinkedHashMap<>();
         for (Variant v : variants) {
             if (v.needle() && nodeFilters) {
                 memory.put(v.name(), resources.copyMemory(keyspace, v.table()));

@@ -145,8 +145,8 @@ final class Resources implements AutoCloseable {
      * (the measure of scoped copies: about 1.7 x (RF - 1) bytes per own key, against the whole
      * cluster's keys with copies of every node).
      */
-    Map<String, Object> copyMemory(String keyspace, String table) {
-        List<Map<String, Object>> perNode = new ArrayList<>();
+    CopyMemory copyMemory(String keyspace, String table) {
+        List<NodeCopies> perNode = new ArrayList<>();
         long ownKeys = 0;
         long copyBytes = 0;
         for (int n = 1; n <= nodes; n++) {
@@ -166,21 +166,18 @@ final class Resources implements AutoCloseable {
                     bytes += r.getLong("bytes");
                 }
             }
-            Map<String, Object> node = new LinkedHashMap<>();
-            node.put("node", n);
-            node.put("own_keys", own);
-            node.put("copies", copies);
-            node.put("copy_keys", keys);
-            node.put("copy_bytes", bytes);
-            perNode.add(node);
+            perNode.add(new NodeCopies(n, own, copies, keys, bytes));
             ownKeys += own;
             copyBytes += bytes;
         }
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("copy_bytes_per_own_key", ownKeys == 0 ? null : LatencyCalibration.round((double) copyBytes / ownKeys));
-        out.put("nodes", perNode);
-        return out;
+        return new CopyMemory(ownKeys == 0 ? null : LatencyCalibration.round((double) copyBytes / ownKeys), perNode);
     }
+
+    /** The copies' memory of one table: bytes per key the nodes publish, over all nodes, and each node's. */
+    record CopyMemory(Double copyBytesPerOwnKey, List<NodeCopies> nodes) {}
+
+    /** One node's copies of a table: the keys it publishes, its copies and their keys and bytes. */
+    record NodeCopies(int node, long ownKeys, int copies, long copyKeys, long copyBytes) {}
 
     /** Labels the samples taken from now on (e.g. the variant being loaded). */
     void phase(String name) {

@@ -48,7 +48,10 @@ public final class Runner {
     private final KeySpace keySpace;
     private final ConsistencyLevel consistency;
     private final List<PointResult> runs = new ArrayList<>();
-    private final Map<String, Object> result = new LinkedHashMap<>();
+    private Instant started;
+    private Map<String, Object> machine;
+    private String cassandraVersion;
+    private Instant finished;
     private final Map<String, Object> settings = new LinkedHashMap<>();
     private final Map<String, Client> clients = new LinkedHashMap<>();
     private CqlSession session;
@@ -87,28 +90,16 @@ public final class Runner {
         return this;
     }
 
-    /**
-     * Runs the experiment; returns the result document as it is written to the result file (JSON
-     * objects as maps).
-     */
-    public Map<String, Object> run() throws IOException {
-        Instant started = Instant.now();
-        result.put("name", e.name());
-        result.put("title", e.title());
-        result.put("reproduces", e.reproduces());
-        result.put("started", started.toString());
-        result.put("machine", Machine.facts());
-        result.put("experiment", e.asJson());
-        result.put("settings", settings);
-        result.put("runs", runs);
+    /** Runs the experiment; returns the result document as it is written to the result file. */
+    public RunResult run() throws IOException {
+        started = Instant.now();
+        machine = Machine.facts();
         session = cluster.session(1, e.run().coordinator().equals("token-aware"));
         nodes = new BenchCluster(cluster, session, shape.nodes(), log);
         try {
-            result.put(
-                    "cassandra_version",
-                    session.execute("SELECT release_version FROM system.local")
-                            .one()
-                            .getString(0));
+            cassandraVersion = session.execute("SELECT release_version FROM system.local")
+                    .one()
+                    .getString(0);
             createSchema();
             for (Variant v : variants) {
                 clients.put(
@@ -131,11 +122,9 @@ public final class Runner {
                 resources.idleAfter(nodes, KEYSPACE, variants, nodeFilters());
                 write();
             }
-            result.put("finished", Instant.now().toString());
-            result.put("duration_s", Duration.between(started, Instant.now()).toSeconds());
-            result.put("load_average_end", Machine.loadAverage());
+            finished = Instant.now();
             write();
-            return document(result);
+            return document();
         } finally {
             if (resources != null) {
                 resources.close();
@@ -335,8 +324,8 @@ public final class Runner {
             Runnable afterRound,
             java.util.function.LongConsumer afterWarmup)
             throws IOException {
-        if (resources != null && resources.startOnce()) {
-            result.put("resources", resources.document());
+        if (resources != null) {
+            resources.startOnce();
         }
         Rounds.Measured m = rounds.measure(where, cache, ops, p, afterRound, afterWarmup);
         if (resources != null) {
@@ -368,13 +357,31 @@ public final class Runner {
                 e.indexOptions() == null ? "1s" : e.indexOptions().getOrDefault("staleness", "1s"));
     }
 
+    /** The result document as measured so far. */
+    private RunResult document() {
+        return new RunResult(
+                e.name(),
+                e.title(),
+                e.reproduces(),
+                started.toString(),
+                machine,
+                e.asJson(),
+                settings,
+                List.copyOf(runs),
+                cassandraVersion,
+                resources == null || !resources.started() ? null : resources.document(),
+                finished == null ? null : finished.toString(),
+                finished == null ? null : Duration.between(started, finished).toSeconds(),
+                finished == null ? null : Machine.loadAverage());
+    }
+
     /** A result document as its file holds it: every record turned into a map of its JSON fields. */
     @SuppressWarnings("unchecked")
-    static Map<String, Object> document(Map<String, Object> result) {
-        return JSON.convertValue(result, Map.class);
+    static Map<String, Object> asMap(Object document) {
+        return JSON.convertValue(document, Map.class);
     }
 
     private void write() throws IOException {
-        ResultFiles.write(JSON, resultFile, result);
+        ResultFiles.write(JSON, resultFile, document());
     }
 }

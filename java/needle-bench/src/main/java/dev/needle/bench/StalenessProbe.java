@@ -7,8 +7,6 @@ import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.metadata.Node;
 import com.datastax.oss.driver.api.core.metadata.TokenMap;
 import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.testkit.LocalCluster;
 import dev.needle.testkit.NodeJmx;
 import java.io.IOException;
@@ -69,7 +67,7 @@ final class StalenessProbe {
             return 2;
         }
         System.err.printf("staleness: starting %d nodes, emulated latency %s%n", o.nodes(), o.latency());
-        Map<String, Object> doc;
+        StalenessResult doc;
         try (LocalCluster c = LocalCluster.start(
                 o.tool(),
                 o.jar(),
@@ -86,10 +84,9 @@ final class StalenessProbe {
             return 1;
         }
         System.err.println("staleness: wrote " + o.out().resolve("staleness.json"));
-        @SuppressWarnings("unchecked")
-        List<Map<String, Object>> violations = (List<Map<String, Object>>) doc.get("violations");
-        if (!violations.isEmpty()) {
-            System.err.println("needle-bench: reads that began more than S after the write missed it: " + violations);
+        if (!doc.violations().isEmpty()) {
+            System.err.println(
+                    "needle-bench: reads that began more than S after the write missed it: " + doc.violations());
             return 1;
         }
         return 0;
@@ -102,7 +99,7 @@ final class StalenessProbe {
         private final CqlSession[] sessions; // [n]: every request to node n (index 0 unused)
         private final CqlSession routed; // token-aware: each insert goes to the key's owner
         private final long stalenessNanos;
-        private final List<Map<String, Object>> violations = new ArrayList<>();
+        private final List<StalenessResult.Violation> violations = new ArrayList<>();
         private final ByteBuffer value = ByteBuffer.allocate(400);
         private final SyncCost sync;
 
@@ -118,40 +115,36 @@ final class StalenessProbe {
             this.sync = new SyncCost(cluster, sessions, routed, value, o.syncKeys(), o.pacedRate(), o.loadThreads());
         }
 
-        Map<String, Object> call() throws IOException {
+        StalenessResult call() throws IOException {
             createSchema();
             KeyOwners owners = new KeyOwners(routed, o.nodes());
             SplittableRandom random = new SplittableRandom(42);
-            Map<String, Object> doc = new LinkedHashMap<>();
-            doc.put("experiment", "staleness of node-filter copies and cost of the sync");
-            doc.put("machine", Machine.facts());
-            doc.put("nodes", o.nodes());
-            doc.put("latency", o.latency());
-            doc.put("staleness_bound", o.staleness());
-            doc.put(
-                    "method",
+            Map<String, StalenessResult.Phase> phases = new LinkedHashMap<>();
+            StalenessResult doc = new StalenessResult(
+                    "staleness of node-filter copies and cost of the sync",
+                    Machine.facts(),
+                    o.nodes(),
+                    o.latency(),
+                    o.staleness(),
                     "replication factor 1; each probe key written at ONE through its owner, then read at ONE back to back"
                             + " through every other node in turn until each returned it; phases idle and under a load of "
-                            + o.loadThreads() + " loader threads inserting 400-byte partitions through their owners");
-            Map<String, Object> phases = new LinkedHashMap<>();
-            doc.put("probe", phases);
-            doc.put("violations", violations);
+                            + o.loadThreads() + " loader threads inserting 400-byte partitions through their owners",
+                    phases,
+                    violations,
+                    null,
+                    null);
             for (boolean loaded : new boolean[] {false, true}) {
                 phases.put(loaded ? "load" : "idle", probePhase(owners, random, loaded));
                 save(doc);
             }
-            doc.put("sync_cost", sync.measure(random));
-            doc.put("node_filters", nodeFilterViews());
+            doc = doc.withSyncCost(sync.measure(random), nodeFilterViews());
             save(doc);
             return doc;
         }
 
         /** Writes what is measured so far: an interrupted run keeps its finished phases. */
-        private void save(Map<String, Object> doc) throws IOException {
-            ResultFiles.write(
-                    new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT),
-                    o.out().resolve("staleness.json"),
-                    doc);
+        private void save(StalenessResult doc) throws IOException {
+            ResultFiles.write(StalenessResult.JSON, o.out().resolve("staleness.json"), doc);
         }
 
         private void createSchema() throws IOException {
@@ -180,8 +173,7 @@ final class StalenessProbe {
          * One phase of the probe, at idle or under load: the same keys' treatment for both tables,
          * key by key in turn (the same noise for both), after a warm-up that is not recorded.
          */
-        @SuppressWarnings("unchecked")
-        private Map<String, Object> probePhase(KeyOwners owners, SplittableRandom random, boolean loaded)
+        private StalenessResult.Phase probePhase(KeyOwners owners, SplittableRandom random, boolean loaded)
                 throws IOException {
             List<KeyProbe> probes = List.of(
                     new KeyProbe(NEEDLE, sessions, value, stalenessNanos, violations),
@@ -215,7 +207,9 @@ final class StalenessProbe {
                 loader.start();
                 BenchCluster.sleep(2000); // the load reaches its rate before the probe starts
             }
-            Map<String, Object> out = new LinkedHashMap<>();
+            Map<String, KeyProbe.Result> tables = new LinkedHashMap<>();
+            Map<String, StalenessResult.Percentiles> delivery;
+            Map<String, StalenessResult.ChangeWait> syncWait;
             try {
                 int warmup = Math.max(50, o.keys() / 10);
                 try (Progress pr = new Progress("probe warm-up " + label, warmup, "keys")) {
@@ -236,16 +230,16 @@ final class StalenessProbe {
                     }
                 }
                 for (KeyProbe p : probes) {
-                    out.put(p.v.name(), p.result(label));
+                    tables.put(p.v.name(), p.result(label));
                 }
                 long[][] decisions1 = decisions();
-                Map<String, Object> d = new LinkedHashMap<>();
+                Map<String, Long> d = new LinkedHashMap<>();
                 for (int i = 0; i < DECISIONS.size(); i++) {
                     d.put(DECISIONS.get(i), sum(decisions1[i]) - sum(decisions0[i]));
                 }
-                ((Map<String, Object>) out.get(NEEDLE.name())).put("coordinator_decisions", d);
-                out.put("cassandra_mutation_delivery_ms", mutationDelivery());
-                out.put("needle_sync_wait_ms", syncWait());
+                tables.put(NEEDLE.name(), tables.get(NEEDLE.name()).withDecisions(d));
+                delivery = mutationDelivery();
+                syncWait = syncWait();
             } finally {
                 stop.set(true);
                 if (loader != null) {
@@ -256,19 +250,17 @@ final class StalenessProbe {
                     }
                 }
             }
+            StalenessResult.Load loadResult = null;
             if (loaded && load.get() != null) {
                 ClosedLoop.Outcome l = load.get();
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("threads", o.loadThreads());
-                m.put("inserts", l.histogram().getTotalCount());
-                m.put(
-                        "inserts_per_s",
-                        Math.round(l.histogram().getTotalCount() / ((System.nanoTime() - loadStart) / 1e9)));
-                m.put("insert_p50_ms", round(l.histogram().getValueAtPercentile(50) / 1e6));
-                m.put("insert_p99_ms", round(l.histogram().getValueAtPercentile(99) / 1e6));
-                out.put("load", m);
+                loadResult = new StalenessResult.Load(
+                        o.loadThreads(),
+                        l.histogram().getTotalCount(),
+                        Math.round(l.histogram().getTotalCount() / ((System.nanoTime() - loadStart) / 1e9)),
+                        round(l.histogram().getValueAtPercentile(50) / 1e6),
+                        round(l.histogram().getValueAtPercentile(99) / 1e6));
             }
-            return out;
+            return new StalenessResult.Phase(tables, delivery, syncWait, loadResult);
         }
 
         /**
@@ -277,19 +269,25 @@ final class StalenessProbe {
          * queue" of {@code nodetool tpstats}, recent samples), per node: the sync's batches are
          * such messages, so no copy can follow its owner faster.
          */
-        private Map<String, Object> mutationDelivery() throws IOException {
-            Map<String, Object> out = new LinkedHashMap<>();
+        private Map<String, StalenessResult.Percentiles> mutationDelivery() throws IOException {
+            Map<String, StalenessResult.Percentiles> out = new LinkedHashMap<>();
             for (int n = 1; n <= o.nodes(); n++) {
-                String on = "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
-                NodeJmx jmx = cluster.jmx(n);
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("p50", round(((Number) jmx.get(on, "50thPercentile")).doubleValue() / 1000));
-                m.put("p99", round(((Number) jmx.get(on, "99thPercentile")).doubleValue() / 1000));
-                m.put("p99.9", round(((Number) jmx.get(on, "999thPercentile")).doubleValue() / 1000));
-                m.put("max", round(((Number) jmx.get(on, "Max")).doubleValue() / 1000));
-                out.put("node" + n, m);
+                out.put(
+                        "node" + n,
+                        timer(
+                                cluster.jmx(n),
+                                "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency"));
             }
             return out;
+        }
+
+        /** A Cassandra timer's recent percentiles over JMX, in milliseconds. */
+        private static StalenessResult.Percentiles timer(NodeJmx jmx, String on) throws IOException {
+            return StalenessResult.Percentiles.ofTimerMicros(
+                    (Number) jmx.get(on, "50thPercentile"),
+                    (Number) jmx.get(on, "99thPercentile"),
+                    (Number) jmx.get(on, "999thPercentile"),
+                    (Number) jmx.get(on, "Max"));
         }
 
         /**
@@ -298,19 +296,15 @@ final class StalenessProbe {
          * per node: the sync's own part of a copy's lag, apart from Cassandra's delivery of the
          * batch ({@link #mutationDelivery}).
          */
-        private Map<String, Object> syncWait() throws IOException {
-            Map<String, Object> out = new LinkedHashMap<>();
+        private Map<String, StalenessResult.ChangeWait> syncWait() throws IOException {
+            Map<String, StalenessResult.ChangeWait> out = new LinkedHashMap<>();
             String on = "org.apache.cassandra.metrics:type=Needle,keyspace=" + KEYSPACE + ",scope=" + NEEDLE.table()
                     + ",name=NodeFilterChangeWaitMicros";
             for (int n = 1; n <= o.nodes(); n++) {
                 NodeJmx jmx = cluster.jmx(n);
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("changes", ((Number) jmx.get(on, "Count")).longValue());
-                m.put("p50", round(((Number) jmx.get(on, "50thPercentile")).doubleValue() / 1000));
-                m.put("p99", round(((Number) jmx.get(on, "99thPercentile")).doubleValue() / 1000));
-                m.put("p99.9", round(((Number) jmx.get(on, "999thPercentile")).doubleValue() / 1000));
-                m.put("max", round(((Number) jmx.get(on, "Max")).doubleValue() / 1000));
-                out.put("node" + n, m);
+                out.put(
+                        "node" + n,
+                        new StalenessResult.ChangeWait(((Number) jmx.get(on, "Count")).longValue(), timer(jmx, on)));
             }
             return out;
         }
@@ -325,22 +319,21 @@ final class StalenessProbe {
         }
 
         /** Node 1's view of the node filters of the Needle table at the end: keys and bytes of each. */
-        private List<Map<String, Object>> nodeFilterViews() {
-            List<Map<String, Object>> out = new ArrayList<>();
+        private List<StalenessResult.NodeFilterRow> nodeFilterViews() {
+            List<StalenessResult.NodeFilterRow> out = new ArrayList<>();
             for (var r : sessions[1].execute(
                     "SELECT owner, role, epoch, seq, keys, bytes, trusted FROM needle_views.node_filters"
                             + " WHERE keyspace_name = ? AND table_name = ?",
                     KEYSPACE,
                     NEEDLE.table())) {
-                Map<String, Object> m = new LinkedHashMap<>();
-                m.put("owner", String.valueOf(r.getUuid("owner")));
-                m.put("role", r.getString("role"));
-                m.put("epoch", r.getLong("epoch"));
-                m.put("seq", r.getLong("seq"));
-                m.put("keys", r.getLong("keys"));
-                m.put("bytes", r.getLong("bytes"));
-                m.put("trusted", r.getBoolean("trusted"));
-                out.add(m);
+                out.add(new StalenessResult.NodeFilterRow(
+                        String.valueOf(r.getUuid("owner")),
+                        r.getString("role"),
+                        r.getLong("epoch"),
+                        r.getLong("seq"),
+                        r.getLong("keys"),
+                        r.getLong("bytes"),
+                        r.getBoolean("trusted")));
             }
             return out;
         }

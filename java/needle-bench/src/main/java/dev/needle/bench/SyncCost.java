@@ -2,6 +2,8 @@ package dev.needle.bench;
 
 import com.datastax.oss.driver.api.core.CqlSession;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonUnwrapped;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -61,10 +63,10 @@ final class SyncCost {
      * RF 1) and into the Needle table, at full rate and paced; each after an idle period whose
      * rate of internode bytes (gossip, heartbeats) is taken off.
      */
-    Map<String, Object> measure(SplittableRandom random) throws IOException {
-        Map<String, Object> out = new LinkedHashMap<>();
+    Map<String, Map<String, Insertion>> measure(SplittableRandom random) throws IOException {
+        Map<String, Map<String, Insertion>> out = new LinkedHashMap<>();
         for (int rate : new int[] {0, pacedRate}) {
-            Map<String, Object> byTable = new LinkedHashMap<>();
+            Map<String, Insertion> byTable = new LinkedHashMap<>();
             for (Variant v : List.of(StalenessProbe.STOCK, StalenessProbe.NEEDLE)) {
                 long[] before = internodeBytes();
                 long t0 = System.nanoTime();
@@ -77,8 +79,27 @@ final class SyncCost {
         return out;
     }
 
-    private Map<String, Object> insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond)
-            throws IOException {
+    /**
+     * One table's inserts at one rate: the internode bytes at idle before them, the partitions,
+     * their time and rate, the internode bytes during them and above the idle rate, and (Needle's
+     * table) the changes its owners sent.
+     */
+    record Insertion(
+            long idleInternodeBytesPerS,
+            int partitions,
+            double seconds,
+            long insertsPerS,
+            long internodeBytes,
+            long internodeBytesAboveIdle,
+            double internodeBytesAboveIdlePerPartitionPerReceivingNode,
+
+            @JsonUnwrapped @JsonInclude(JsonInclude.Include.NON_NULL)
+            Changes changes) {}
+
+    /** The changes of Needle's table: how many were sent, their batches' bytes and the wire's per change. */
+    record Changes(long changesSent, Double batchPayloadBytesPerChange, Double wireBytesPerChangePerReceivingNode) {}
+
+    private Insertion insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond) throws IOException {
         PreparedStatement insert = routed.prepare(StalenessProbe.insertCql(v));
         int keys = rate == 0 ? syncKeys : Math.min(syncKeys, rate * 30);
         long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
@@ -113,28 +134,25 @@ final class SyncCost {
         double seconds = (System.nanoTime() - start) / 1e9;
         long wire = sum(internodeBytes()) - sum(bytes0);
         double extra = wire - idleBytesPerSecond * seconds;
-        Map<String, Object> r = new LinkedHashMap<>();
-        r.put("idle_internode_bytes_per_s", Math.round(idleBytesPerSecond));
-        r.put("partitions", keys);
-        r.put("seconds", LatencyCalibration.round(seconds));
-        r.put("inserts_per_s", Math.round(keys / seconds));
-        r.put("internode_bytes", wire);
-        r.put("internode_bytes_above_idle", Math.round(extra));
-        r.put(
-                "internode_bytes_above_idle_per_partition_per_receiving_node",
-                LatencyCalibration.round(extra / keys / (nodes - 1)));
+        Changes changes = null;
         if (v.needle()) {
-            long changes = sum(needleCounters(v, "NodeFilterChangesSent")) - sum(changes0);
+            long sent = sum(needleCounters(v, "NodeFilterChangesSent")) - sum(changes0);
             long payload = sum(needleCounters(v, "NodeFilterBatchBytesSent")) - sum(payload0);
-            r.put("changes_sent", changes);
-            r.put(
-                    "batch_payload_bytes_per_change",
-                    changes == 0 ? null : LatencyCalibration.round((double) payload / changes));
             // Each change is counted once per node it is sent to.
-            r.put(
-                    "wire_bytes_per_change_per_receiving_node",
-                    changes == 0 ? null : LatencyCalibration.round(extra / changes));
+            changes = new Changes(
+                    sent,
+                    sent == 0 ? null : LatencyCalibration.round((double) payload / sent),
+                    sent == 0 ? null : LatencyCalibration.round(extra / sent));
         }
+        Insertion r = new Insertion(
+                Math.round(idleBytesPerSecond),
+                keys,
+                LatencyCalibration.round(seconds),
+                Math.round(keys / seconds),
+                wire,
+                Math.round(extra),
+                LatencyCalibration.round(extra / keys / (nodes - 1)),
+                changes);
         System.err.printf("staleness: %s: %s%n", label, r);
         return r;
     }

@@ -89,8 +89,9 @@ class ResultsTest {
                                 RequestFloor.QUERY,
                                 LatencyStats.of(latencies(50), 1).withoutHistogram())),
                 null);
-        Map<String, Object> doc = Runner.document(Map.of("runs", List.of(point)));
+        Map<String, Object> doc = Runner.asMap(result("T", point));
         Map<?, ?> run = (Map<?, ?>) ((List<?>) doc.get("runs")).get(0);
+        assertFalse(doc.containsKey("finished"), "not known yet: left out");
         assertEquals("50% absent", run.get("point"));
         assertEquals(7, ((Number) run.get("warmup_ops_per_variant")).intValue());
         assertEquals(1000, ((Number) run.get("partitions")).intValue());
@@ -146,14 +147,29 @@ class ResultsTest {
                 PointResult.StockRatios.of(byVariant),
                 new PointResult.Lookup(10, Map.of(), "row", p.mix(), null, null),
                 null);
-        Map<String, Object> result = new LinkedHashMap<>();
-        result.put("title", "T");
-        result.put("runs", List.of(point));
-        Map<String, Object> doc = Runner.document(result);
-        String table = Report.table(doc);
+        RunResult result = result("T", point);
+        String table = Report.table(result);
         assertTrue(table.contains("warm, row deletes, 100% deleted"), table);
         assertTrue(table.contains("1.00x"), table);
-        assertEquals(3, Main.wrongResults(doc));
+        assertEquals(3, result.wrongResults());
+    }
+
+    /** A result document of one point, as a run writes it before it ends. */
+    private static RunResult result(String title, PointResult point) {
+        return new RunResult(
+                "n",
+                title,
+                null,
+                "2026-01-01T00:00:00Z",
+                Map.of(),
+                Map.of(),
+                Map.of(),
+                List.of(point),
+                null,
+                null,
+                null,
+                null,
+                null);
     }
 
     /** Runs Main with {@code args}; returns its exit code and what it wrote to standard error. */

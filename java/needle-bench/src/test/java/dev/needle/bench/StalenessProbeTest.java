@@ -1,10 +1,16 @@
 package dev.needle.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -27,13 +33,84 @@ class StalenessProbeTest {
         for (int i = 0; i < nanos.length; i++) {
             nanos[i] = (nanos.length - i) * 1_000_000L; // 1000 ms down to 1 ms
         }
-        Map<String, Object> p = KeyProbe.percentiles(nanos);
-        assertEquals(501.0, p.get("p50"));
-        assertEquals(991.0, p.get("p99"));
-        assertEquals(1000.0, p.get("p99.9"));
-        assertEquals(1000.0, p.get("max"));
+        StalenessResult.Percentiles p = StalenessResult.Percentiles.ofNanos(nanos);
+        assertEquals(new StalenessResult.Percentiles(501.0, 991.0, 1000.0, 1000.0), p);
         assertEquals(1000_000_000L, nanos[0], "the input is left as it was");
-        assertTrue(KeyProbe.percentiles(new long[0]).isEmpty());
+        assertEquals(StalenessResult.Percentiles.NONE, StalenessResult.Percentiles.ofNanos(new long[0]));
+    }
+
+    /**
+     * The document has the fields the summary (bench/plot/staleness.py) reads, under the names it
+     * reads them by: the tables' probes beside the phase's other entries, "p99.9", the changes of
+     * Needle's table only, null where no change was sent; what is not measured yet is left out.
+     */
+    @Test
+    void theDocumentHasTheFieldsTheSummaryReads() throws Exception {
+        var none = StalenessResult.Percentiles.NONE;
+        var some = new StalenessResult.Percentiles(1.0, 2.0, 3.0, 4.0);
+        var probe = new KeyProbe.Result(
+                10, 40, 3, 2, Map.of(0, 8, 1, 2), some, none, List.of(new KeyProbe.Bin(0, 0.5, 40, 3, 0.075)), null);
+        Map<String, KeyProbe.Result> tables = new LinkedHashMap<>();
+        tables.put("needle-cuckoo", probe.withDecisions(Map.of("NodeSkipsOne", 5L)));
+        tables.put("stock", probe);
+        var phase = new StalenessResult.Phase(
+                tables,
+                Map.of("node1", some),
+                Map.of("node1", new StalenessResult.ChangeWait(7, some)),
+                new StalenessResult.Load(4, 100, 50, 1.5, 9.0));
+        Map<String, StalenessResult.Phase> phases = new LinkedHashMap<>();
+        phases.put("load", phase);
+        var doc = new StalenessResult("e", Map.of("cores", 2), 4, "lan", "1s", "m", phases, List.of(), null, null);
+        JsonNode partial = StalenessResult.JSON.readTree(StalenessResult.JSON.writeValueAsString(doc));
+        assertFalse(partial.has("sync_cost"), "not measured yet: left out");
+
+        var stock = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, null);
+        var needle = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, new SyncCost.Changes(0, null, null));
+        doc = doc.withSyncCost(
+                Map.of("full_rate", Map.of("stock", stock, "needle-cuckoo", needle)),
+                List.of(new StalenessResult.NodeFilterRow("o", "copy", 1, 2, 3, 4, true)));
+        JsonNode d = StalenessResult.JSON.readTree(StalenessResult.JSON.writeValueAsString(doc));
+        assertEquals("1s", d.get("staleness_bound").asText());
+        JsonNode load = d.get("probe").get("load");
+        assertEquals(
+                Set.of("needle-cuckoo", "stock", "cassandra_mutation_delivery_ms", "needle_sync_wait_ms", "load"),
+                names(load));
+        JsonNode needleProbe = load.get("needle-cuckoo");
+        assertEquals(
+                3.0,
+                needleProbe.get("visible_at_every_coordinator_ms").get("p99.9").asDouble());
+        assertEquals(0, needleProbe.get("last_miss_ms").size(), "no value: no percentile");
+        assertEquals(8, needleProbe.get("keys_by_misses").get("0").asInt());
+        assertEquals(0.075, needleProbe.get("curve").get(0).get("miss_fraction").asDouble());
+        assertEquals(0.5, needleProbe.get("curve").get(0).get("to_ms").asDouble());
+        assertEquals(
+                5, needleProbe.get("coordinator_decisions").get("NodeSkipsOne").asLong());
+        assertFalse(load.get("stock").has("coordinator_decisions"));
+        assertEquals(
+                7, load.get("needle_sync_wait_ms").get("node1").get("changes").asLong());
+        assertEquals(
+                3.0, load.get("needle_sync_wait_ms").get("node1").get("p99.9").asDouble());
+        assertEquals(50, load.get("load").get("inserts_per_s").asLong());
+        assertEquals(1.5, load.get("load").get("insert_p50_ms").asDouble());
+        JsonNode fullRate = d.get("sync_cost").get("full_rate");
+        assertEquals(
+                7.5,
+                fullRate.get("stock")
+                        .get("internode_bytes_above_idle_per_partition_per_receiving_node")
+                        .asDouble());
+        assertFalse(fullRate.get("stock").has("changes_sent"), "stock sends no change");
+        assertEquals(0, fullRate.get("needle-cuckoo").get("changes_sent").asLong());
+        assertTrue(fullRate.get("needle-cuckoo")
+                .get("wire_bytes_per_change_per_receiving_node")
+                .isNull());
+        assertEquals(0, d.get("violations").size());
+        assertEquals("copy", d.get("node_filters").get(0).get("role").asText());
+    }
+
+    private static Set<String> names(JsonNode n) {
+        Set<String> out = new HashSet<>();
+        n.fieldNames().forEachRemaining(out::add);
+        return out;
     }
 
     @Test

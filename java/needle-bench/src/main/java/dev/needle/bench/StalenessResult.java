@@ -1,0 +1,114 @@
+package dev.needle.bench;
+
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonIgnore;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.PropertyNamingStrategies;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The document the staleness probe ({@link StalenessProbe}) writes to {@code staleness.json}:
+ * the setting, each phase's probe of both tables, the reads that missed a key later than the
+ * bound, the sync's cost and node 1's view of the node filters at the end. The file is written
+ * after each phase, so what is not measured yet is left out.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+record StalenessResult(
+        String experiment,
+        Map<String, Object> machine,
+        int nodes,
+        String latency,
+        String stalenessBound,
+        String method,
+        Map<String, Phase> probe,
+        List<Violation> violations,
+        Map<String, Map<String, SyncCost.Insertion>> syncCost,
+        List<NodeFilterRow> nodeFilters) {
+
+    /** How the file is written: snake_case names, indented. */
+    static final ObjectMapper JSON = new ObjectMapper()
+            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
+            .enable(SerializationFeature.INDENT_OUTPUT);
+
+    StalenessResult withSyncCost(Map<String, Map<String, SyncCost.Insertion>> cost, List<NodeFilterRow> views) {
+        return new StalenessResult(
+                experiment, machine, nodes, latency, stalenessBound, method, probe, violations, cost, views);
+    }
+
+    /**
+     * One phase (at idle, under load): each table's probe by its variant's name, how long
+     * Cassandra's mutation messages and the owners' changes waited, per node, and the load.
+     */
+    record Phase(
+            @JsonIgnore Map<String, KeyProbe.Result> tables,
+            Map<String, Percentiles> cassandraMutationDeliveryMs,
+            Map<String, ChangeWait> needleSyncWaitMs,
+            @JsonInclude(JsonInclude.Include.NON_NULL) Load load) {
+
+        /** The tables' probes, each under its variant's name beside the phase's other entries. */
+        @JsonAnyGetter
+        Map<String, KeyProbe.Result> byTable() {
+            return tables;
+        }
+    }
+
+    /** p50, p99, p99.9 and max in milliseconds; all absent when there was no value. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    record Percentiles(
+            Double p50, Double p99, @JsonProperty("p99.9") Double p999, Double max) {
+        static final Percentiles NONE = new Percentiles(null, null, null, null);
+
+        /** Of nanosecond values. */
+        static Percentiles ofNanos(long[] nanos) {
+            if (nanos.length == 0) {
+                return NONE;
+            }
+            long[] v = nanos.clone();
+            Arrays.sort(v);
+            return new Percentiles(
+                    round(LatencyCalibration.q(v, 0.5)),
+                    round(LatencyCalibration.q(v, 0.99)),
+                    round(LatencyCalibration.q(v, 0.999)),
+                    round(v[v.length - 1] / 1e6));
+        }
+
+        /** Of a Cassandra timer's recent values in microseconds, as JMX gives them. */
+        static Percentiles ofTimerMicros(Number p50, Number p99, Number p999, Number max) {
+            return new Percentiles(
+                    round(p50.doubleValue() / 1000),
+                    round(p99.doubleValue() / 1000),
+                    round(p999.doubleValue() / 1000),
+                    round(max.doubleValue() / 1000));
+        }
+    }
+
+    /** How long one node's changes waited for their batch: how many, and the percentiles. */
+    record ChangeWait(
+            long changes,
+            Double p50,
+            Double p99,
+            @JsonProperty("p99.9") Double p999,
+            Double max) {
+        ChangeWait(long changes, Percentiles p) {
+            this(changes, p.p50(), p.p99(), p.p999(), p.max());
+        }
+    }
+
+    /** The load of a phase under load: its threads, inserts and their latency. */
+    record Load(int threads, long inserts, long insertsPerS, double insertP50Ms, double insertP99Ms) {}
+
+    /** A read that began more than the bound after the write and missed the key. */
+    record Violation(String table, long key, int owner, int coordinator, double msSinceWrite) {}
+
+    /** A row of {@code needle_views.node_filters}. */
+    record NodeFilterRow(String owner, String role, long epoch, long seq, long keys, long bytes, boolean trusted) {}
+
+    private static double round(double x) {
+        return LatencyCalibration.round(x);
+    }
+}
