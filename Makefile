@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check check-java check-rust lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check check-java check-rust lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust test-rust-s3 s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -60,17 +60,29 @@ test-without-cluster-quiet:
 # starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
 # (its virtualenv, its native module's build and its tests). Java and Rust run side by side (each
 # mostly keeps one core busy), each lane's output shown when it ends.
-check: lint-python s3-test-server
+check: lint-python
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
 	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters
 
 check-java:
 	cd java && $(MVN) -DskipITs install
 
-check-rust: s3-test-server
+# Clippy lints the workspace's crates while they are compiled for the tests: `cargo clippy` would
+# build every dependency a second time (type-checked only, a build of its own: two of the five
+# minutes this lane took from a clean clone). This is how `cargo clippy` itself runs clippy-driver
+# (as the compiler's wrapper for the workspace's crates, its arguments in CLIPPY_ARGS), with `cargo
+# test` instead of `cargo check`; the dependencies compile once, with plain rustc.
+CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+check-rust:
 	cd rust && cargo fmt --all -- --check
-	cd rust && cargo clippy --all-targets -- -D warnings
-	cd rust && NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs cargo test
+	cd rust && $(CLIPPY_BUILD) cargo test --all-targets --no-run
+	cd rust && $(CLIPPY_BUILD) cargo test
+
+# The tests that start an S3-compatible server (the feature s3-tests), linted as they compile.
+S3_TESTS := --features needle-cli/s3-tests,needle-datafusion/s3-tests
+test-rust-s3: s3-test-server
+	cd rust && $(CLIPPY_BUILD) NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs \
+	  cargo test -p needle-cli -p needle-datafusion $(S3_TESTS) --test object_store --test delta_object_store
 
 test-java:
 	cd java && $(MVN) install
@@ -101,9 +113,10 @@ test-cluster-tool:
 	$(PYTHON) -m pytest -q deploy/tests
 
 # The tests build the package's native module without optimizations (the same code, built in a
-# fraction of the time); `make python-package` alone builds it as pip does for a user.
+# fraction of the time) and lint it as it compiles (CLIPPY_BUILD, as for the workspace's tests);
+# `make python-package` alone builds it as pip does for a user.
 test-python-package: lint-python
-	$(MAKE) --no-print-directory python-package MATURIN_ARGS="--profile dev"
+	$(CLIPPY_BUILD) $(MAKE) --no-print-directory python-package MATURIN_ARGS="--profile dev"
 	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters
 	$(PY_VENV)/bin/python -m pytest -q python/tests
 
@@ -139,9 +152,11 @@ $(S3_SERVER)/bin/s3s-fs:
 $(S3_TEST_SERVER)/bin/s3s-fs:
 	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --debug --root $(S3_TEST_SERVER)
 
-# The quick tier's Rust checks, and clippy on the Python module too (outside the default members).
-test-rust: check-rust
-	cd rust && cargo clippy -p needle-python -- -D warnings
+# The quick tier's Rust checks, then the tests against an S3 server (the Python module, outside
+# the default members, is linted as the Python package builds it: test-python-package).
+test-rust:
+	@$(MAKE) --no-print-directory check-rust
+	@$(MAKE) --no-print-directory test-rust-s3
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against
