@@ -10,7 +10,7 @@ help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
 	@echo "make demo-filters   the filters alone: three-state answers, Bloom against cuckoo"
 	@echo "make test           run every test of every module"
-	@echo "make check          the quick tier: unit tests, lints and formatters, no cluster (a few minutes once built)"
+	@echo "make check          the quick tier: unit tests, lints and formatters, no server (about 5 minutes from a clean clone)"
 	@echo "make test-long      the randomized Cassandra tests at 10 to 25 times their operations (a few hours)"
 	@echo "make test-differential OPS=N  the differential Cassandra test with N operations"
 	@echo "make build          build the Java modules (skip tests)"
@@ -57,8 +57,9 @@ test-without-cluster-quiet:
 	  echo "----- tests without a cluster (exit $$rc) -----"; cat $(TEST_LOG); exit $$rc
 
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
-# starts a Cassandra node (the integration tests, the cluster tool's) and not the Python package
-# (its virtualenv, its native module's build and its tests). Java and Rust run side by side (each
+# starts a server (a Cassandra node: the integration tests, the cluster tool's; the S3-compatible
+# one: test-rust-s3) and not the Python package (its virtualenv, its native module's build and its
+# tests). Java and Rust run side by side (each
 # mostly keeps one core busy), each lane's output shown when it ends.
 check: lint-python
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
