@@ -59,8 +59,8 @@ test-without-cluster-quiet:
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a server (a Cassandra node: the integration tests, the cluster tool's; the S3-compatible
 # one: test-rust-s3) and not the Python package (its virtualenv, its native module's build and its
-# tests). Java and Rust run side by side (each
-# mostly keeps one core busy), each lane's output shown when it ends.
+# tests). Java and Rust run side by side (each mostly keeps one core busy), each lane's output
+# shown when it ends.
 check: lint-python
 	@$(MAKE) --no-print-directory -j2 --output-sync=target check-java check-rust
 	$(PYTHON) -m pytest -q bench/plot bench/jvm-filters

@@ -70,7 +70,7 @@ final class OwnerTable implements KeyEvents {
      * themselves, and when: how long a receiver's keys have been steady, by receiver index.
      */
     long[] steadyKeys = new long[0];
-
+    /** When each receiver's keys last moved (see {@link #steadyKeys}), by receiver index; 0: not yet seen. */
     long[] steadySinceMillis = new long[0];
     /**
      * The least room a snapshot gives a copy: small, since a copy of few keys (an owner that
