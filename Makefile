@@ -4,7 +4,7 @@ SHELL := /bin/bash
 MVN   ?= mvn -B -ntp
 PYTHON ?= python3
 
-.PHONY: help check check-java check-rust lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust test-rust-s3 s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
+.PHONY: help check check-java check-rust lint-python test test-with-cluster test-without-cluster test-without-cluster-quiet test-cluster-tool test-python-package test-long test-differential demo demo-filters test-java test-python python-package test-rust s3-server s3-test-server build bench-filters bench-partition-index bench-data-lake bench-data-lake-object-store bench-data-lake-datafusion bench-scheme1 bench-scheme2 calibrate-latency cluster clean
 
 help:
 	@echo "make demo           a Cassandra node with and without Needle, side by side (a minute or two)"
@@ -58,7 +58,7 @@ test-without-cluster-quiet:
 
 # The quick tier, for the edit-run loop: every unit test, lint and formatter check, but no test that
 # starts a server (a Cassandra node: the integration tests, the cluster tool's; the S3-compatible
-# one: test-rust-s3) and not the Python package (its virtualenv, its native module's build and its
+# one: the Rust feature s3-tests, in test-rust) and not the Python package (its virtualenv, its native module's build and its
 # tests). Java and Rust run side by side (each mostly keeps one core busy), each lane's output
 # shown when it ends.
 check: lint-python
@@ -76,14 +76,8 @@ check-java:
 CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 check-rust:
 	cd rust && cargo fmt --all -- --check
-	cd rust && $(CLIPPY_BUILD) cargo test --all-targets --no-run
-	cd rust && $(CLIPPY_BUILD) cargo test
-
-# The tests that start an S3-compatible server (the feature s3-tests), linted as they compile.
-S3_TESTS := --features needle-cli/s3-tests,needle-datafusion/s3-tests
-test-rust-s3: s3-test-server
-	cd rust && $(CLIPPY_BUILD) NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs \
-	  cargo test -p needle-cli -p needle-datafusion $(S3_TESTS) --test object_store --test delta_object_store
+	cd rust && $(CLIPPY_BUILD) cargo test --all-targets --no-run $(RUST_FEATURES)
+	cd rust && $(CLIPPY_BUILD) $(RUST_TEST_ENV) cargo test $(RUST_FEATURES)
 
 test-java:
 	cd java && $(MVN) install
@@ -153,11 +147,13 @@ $(S3_SERVER)/bin/s3s-fs:
 $(S3_TEST_SERVER)/bin/s3s-fs:
 	cargo install s3s-fs --version =$(S3_SERVER_VERSION) --features binary --locked --debug --root $(S3_TEST_SERVER)
 
-# The quick tier's Rust checks, then the tests against an S3 server (the Python module, outside
-# the default members, is linted as the Python package builds it: test-python-package).
-test-rust:
-	@$(MAKE) --no-print-directory check-rust
-	@$(MAKE) --no-print-directory test-rust-s3
+# The quick tier's Rust checks with the tests that start an S3-compatible server too (the feature
+# s3-tests, in the same build). The Python module, outside the default members, is linted as the
+# Python package builds it (test-python-package).
+test-rust: s3-test-server
+	@$(MAKE) --no-print-directory check-rust \
+	  RUST_FEATURES="--features needle-cli/s3-tests,needle-datafusion/s3-tests" \
+	  RUST_TEST_ENV="NEEDLE_S3_SERVER=$(S3_TEST_SERVER)/bin/s3s-fs"
 
 # The randomized Cassandra tests at 10 to 25 times the operations of `make test` (a few hours):
 # the model-based tests (storage filter; node filters on four nodes), the differential test against
