@@ -6,9 +6,6 @@ import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
 import com.datastax.oss.driver.api.core.cql.BoundStatement;
 import com.datastax.oss.driver.api.core.cql.PreparedStatement;
 import com.datastax.oss.driver.api.core.cql.Row;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.bench.RangeResult.ClientsResult;
 import dev.needle.bench.RangeResult.MixResult;
 import dev.needle.bench.RangeResult.Stats;
@@ -46,9 +43,6 @@ import org.HdrHistogram.Histogram;
  * {@code results.json}.
  */
 public final class RangeBench {
-    private static final ObjectMapper JSON = new ObjectMapper()
-            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-            .enable(SerializationFeature.INDENT_OUTPUT);
     private static final String KEYSPACE = RangeDataSet.KEYSPACE;
     /** The custom payload that makes Needle answer a range query from its index, whatever its planner says. */
     private static final Map<String, ByteBuffer> INDEX = strategy("index");
@@ -101,8 +95,7 @@ public final class RangeBench {
             List<ClientsResult> clients = new ArrayList<>();
             for (RangeExperiment.Mix m : e.mixes()) {
                 mixes.add(measure(m, r, readers, s));
-                ResultFiles.write(
-                        JSON, partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
+                ResultFiles.write(partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
             }
             if (e.clients() != null) {
                 for (RangeExperiment.Mix m : e.mixes()) {
@@ -110,12 +103,12 @@ public final class RangeBench {
                         clients.addAll(measureClients(m, threads, r, readers));
                     }
                     ResultFiles.write(
-                            JSON, partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
+                            partial, result(command, started, loadSeconds, leaves, mixes, clients, List.of()));
                 }
             }
             List<WriteResult> writes = RangeWrites.measure(e, data, s, r, cl, log);
             RangeResult result = result(command, started, loadSeconds, leaves, mixes, clients, writes);
-            ResultFiles.write(JSON, out.resolve("results.json"), result);
+            ResultFiles.write(out.resolve("results.json"), result);
             Files.deleteIfExists(partial);
             return result;
         }

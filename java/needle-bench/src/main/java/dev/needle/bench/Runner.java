@@ -7,9 +7,6 @@ import com.datastax.oss.driver.api.core.DefaultConsistencyLevel;
 import com.datastax.oss.driver.api.core.ProtocolVersion;
 import com.datastax.oss.driver.api.core.metadata.TokenMap;
 import com.datastax.oss.driver.api.core.type.codec.TypeCodecs;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.needle.bench.KeySpace.DeleteMode;
 import dev.needle.testkit.LocalCluster;
 import java.io.IOException;
@@ -34,10 +31,6 @@ import java.util.Map;
 public final class Runner {
     /** The keyspace every experiment writes to (dropped and re-created at the start). */
     public static final String KEYSPACE = "needle_bench";
-
-    private static final ObjectMapper JSON = new ObjectMapper()
-            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-            .enable(SerializationFeature.INDENT_OUTPUT);
 
     private final Experiment e;
     private final Experiment.Cluster shape;
@@ -378,10 +371,10 @@ public final class Runner {
     /** A result document as its file holds it: every record turned into a map of its JSON fields. */
     @SuppressWarnings("unchecked")
     static Map<String, Object> asMap(Object document) {
-        return JSON.convertValue(document, Map.class);
+        return ResultFiles.JSON.convertValue(document, Map.class);
     }
 
     private void write() throws IOException {
-        ResultFiles.write(JSON, resultFile, document());
+        ResultFiles.write(resultFile, document());
     }
 }

@@ -144,7 +144,7 @@ final class StalenessProbe {
 
         /** Writes what is measured so far: an interrupted run keeps its finished phases. */
         private void save(StalenessResult doc) throws IOException {
-            ResultFiles.write(StalenessResult.JSON, o.out().resolve("staleness.json"), doc);
+            ResultFiles.write(o.out().resolve("staleness.json"), doc);
         }
 
         private void createSchema() throws IOException {

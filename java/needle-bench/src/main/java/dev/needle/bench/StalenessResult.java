@@ -4,9 +4,7 @@ import com.fasterxml.jackson.annotation.JsonAnyGetter;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.PropertyNamingStrategies;
-import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.annotation.JsonUnwrapped;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -29,11 +27,6 @@ record StalenessResult(
         List<Violation> violations,
         Map<String, Map<String, SyncCost.Insertion>> syncCost,
         List<NodeFilterRow> nodeFilters) {
-
-    /** How the file is written: snake_case names, indented. */
-    static final ObjectMapper JSON = new ObjectMapper()
-            .setPropertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
-            .enable(SerializationFeature.INDENT_OUTPUT);
 
     StalenessResult withSyncCost(Map<String, Map<String, SyncCost.Insertion>> cost, List<NodeFilterRow> views) {
         return new StalenessResult(
@@ -88,16 +81,7 @@ record StalenessResult(
     }
 
     /** How long one node's changes waited for their batch: how many, and the percentiles. */
-    record ChangeWait(
-            long changes,
-            Double p50,
-            Double p99,
-            @JsonProperty("p99.9") Double p999,
-            Double max) {
-        ChangeWait(long changes, Percentiles p) {
-            this(changes, p.p50(), p.p99(), p.p999(), p.max());
-        }
-    }
+    record ChangeWait(long changes, @JsonUnwrapped Percentiles waited) {}
 
     /** The load of a phase under load: its threads, inserts and their latency. */
     record Load(int threads, long inserts, long insertsPerS, double insertP50Ms, double insertP99Ms) {}

@@ -61,7 +61,7 @@ class StalenessProbeTest {
         Map<String, StalenessResult.Phase> phases = new LinkedHashMap<>();
         phases.put("load", phase);
         var doc = new StalenessResult("e", Map.of("cores", 2), 4, "lan", "1s", "m", phases, List.of(), null, null);
-        JsonNode partial = StalenessResult.JSON.readTree(StalenessResult.JSON.writeValueAsString(doc));
+        JsonNode partial = ResultFiles.JSON.readTree(ResultFiles.JSON.writeValueAsString(doc));
         assertFalse(partial.has("sync_cost"), "not measured yet: left out");
 
         var stock = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, null);
@@ -69,7 +69,7 @@ class StalenessProbeTest {
         doc = doc.withSyncCost(
                 Map.of("full_rate", Map.of("stock", stock, "needle-cuckoo", needle)),
                 List.of(new StalenessResult.NodeFilterRow("o", "copy", 1, 2, 3, 4, true)));
-        JsonNode d = StalenessResult.JSON.readTree(StalenessResult.JSON.writeValueAsString(doc));
+        JsonNode d = ResultFiles.JSON.readTree(ResultFiles.JSON.writeValueAsString(doc));
         assertEquals("1s", d.get("staleness_bound").asText());
         JsonNode load = d.get("probe").get("load");
         assertEquals(
