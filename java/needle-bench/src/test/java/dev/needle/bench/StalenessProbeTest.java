@@ -65,7 +65,7 @@ class StalenessProbeTest {
         assertFalse(partial.has("sync_cost"), "not measured yet: left out");
 
         var stock = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, null);
-        var needle = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, new SyncCost.Changes(0, null, null));
+        var needle = new SyncCost.Insertion(10, 100, 2.0, 50, 5000, 3000, 7.5, new SyncCost.Changes(0, 2, null, null));
         doc = doc.withSyncCost(
                 Map.of("full_rate", Map.of("stock", stock, "needle-cuckoo", needle)),
                 List.of(new StalenessResult.NodeFilterRow("o", "copy", 1, 2, 3, 4, true)));
@@ -100,6 +100,7 @@ class StalenessProbeTest {
                         .asDouble());
         assertFalse(fullRate.get("stock").has("changes_sent"), "stock sends no change");
         assertEquals(0, fullRate.get("needle-cuckoo").get("changes_sent").asLong());
+        assertEquals(2, fullRate.get("needle-cuckoo").get("snapshots_sent").asLong());
         assertTrue(fullRate.get("needle-cuckoo")
                 .get("wire_bytes_per_change_per_receiving_node")
                 .isNull());

@@ -18,6 +18,7 @@ import dev.needle.testkit.TwinTables;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -36,6 +37,9 @@ import org.junit.jupiter.api.Test;
  *       that starts more than S after the write was acknowledged, and a key written through the
  *       reading coordinator is never missed at all;</li>
  *   <li>remote feedback: a key whose rows were deleted one by one becomes skippable everywhere;</li>
+ *   <li>copies shrunk at rest (the cluster shrinks them after 3 s steady instead of a minute): once
+ *       every owner has shrunk its copies, every key matches the twin through every node, and again
+ *       after new keys grow the shrunk copies;</li>
  *   <li>fail-safe: a copy whose owner's sync rows are lost stops being trusted within S, and
  *       catches up from a snapshot once they flow again; a killed owner's copy stops being trusted within S (its reads fail as stock's
  *       do, none is answered empty), and after its restart skipping resumes with its new epoch;</li>
@@ -96,7 +100,13 @@ class NodeFilterIT {
     @Test
     void remoteReadsAreSkippedOnlyWhenEveryReplicaHoldsNoLiveData() throws Exception {
         try (LocalCluster cluster = LocalCluster.start(
-                3, "--yaml", "hinted_handoff_enabled=false", "--jvm-opt=-Dneedle.fault_injection=true")) {
+                3,
+                "--yaml",
+                "hinted_handoff_enabled=false",
+                "--jvm-opt=-Dneedle.fault_injection=true",
+                // Copies at rest are shrunk after 3 s instead of a minute (shrunkCopies).
+                "--jvm-opt=-Dneedle.node_filter.shrink_after_ms=" + SHRINK_AFTER_MILLIS,
+                "--jvm-opt=-Dneedle.node_filter.quiet_ms=1000")) {
             TwinTables rf1 = new TwinTables("ks1.needle", "ks1.twin");
             try (CqlSession s1 = cluster.session(1);
                     CqlSession s2 = cluster.session(2)) {
@@ -156,6 +166,7 @@ class NodeFilterIT {
 
                 staleness(cluster, rf1, s1, s2);
                 rowByRowDeletes(cluster, rf1, s1, s2);
+                shrunkCopies(cluster, rf1, s1, s2);
                 syncLost(cluster, rf1, s1, s2);
                 killedOwner(cluster, rf1, s1, s2);
                 truncateAndRecreate(cluster, rf1, s1, s2);
@@ -430,6 +441,98 @@ class NodeFilterIT {
             assertEquals(List.of(), t.compare(s1, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", key));
             Thread.sleep(100);
         }
+    }
+
+    /** How long a receiver's keys stay steady before its copy is shrunk, in this test's cluster. */
+    private static final long SHRINK_AFTER_MILLIS = 3000;
+
+    /**
+     * Copies shrunk at rest answer as stock does: keys written and deleted through node 2 grow
+     * every copy (snapshots with room for twice the keys), the writes stop, and once every owner
+     * has shrunk its copies (a snapshot with room for an eighth more keys, at the copy's own
+     * sequence number), every key is read through every node and compared with the twin; then new
+     * keys grow the shrunk copies again (their room is smaller now), and every key is compared
+     * once more.
+     */
+    private static void shrunkCopies(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2)
+            throws Exception {
+        long[] shrinks0 = shrinksSent(cluster);
+        for (int pk = 60_000; pk < 61_500; pk++) {
+            t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'grown')", pk);
+        }
+        for (int pk = 60_000; pk < 61_500; pk += 3) {
+            t.write(s2, ConsistencyLevel.ONE, "DELETE FROM %s WHERE pk = ?", pk);
+        }
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (true) {
+            long[] now = shrinksSent(cluster);
+            boolean all = true;
+            for (int n = 0; n < now.length; n++) {
+                all &= now[n] > shrinks0[n];
+            }
+            if (all) {
+                break;
+            }
+            assertTrue(
+                    System.nanoTime() < deadline,
+                    "not every owner shrank its copies within 60 s of the writes: " + Arrays.toString(shrinks0)
+                            + " shrinks before, " + Arrays.toString(now) + " after");
+            Thread.sleep(250);
+        }
+        long[] shrinks = shrinksSent(cluster);
+        System.out.printf(
+                "NodeFilterIT: copies shrunk at rest, shrinking snapshots by owner %s (before the writes %s)%n",
+                Arrays.toString(shrinks), Arrays.toString(shrinks0));
+        compareGrownKeys(cluster, t, 61_500);
+        for (int pk = 61_500; pk < 62_100; pk++) {
+            t.write(s2, ConsistencyLevel.ONE, "INSERT INTO %s (pk, c, v) VALUES (?, 1, 'regrown')", pk);
+        }
+        Thread.sleep(STALENESS_MILLIS + 1500); // past node 2's recent-write window
+        compareGrownKeys(cluster, t, 62_100);
+    }
+
+    /**
+     * Every key from 59,900 to {@code end} + 100 through every node at ONE, compared with the
+     * twin; the reads of absent and deleted keys that another node owns are skipped, but for the
+     * copies' false positives.
+     */
+    private static void compareGrownKeys(LocalCluster cluster, TwinTables t, int end) throws Exception {
+        long skips0 = 0;
+        for (int n = 1; n <= 3; n++) {
+            skips0 += cluster.jmx(n).metric("ks1", "needle", "NodeSkipsOne");
+        }
+        int remoteGone = 0;
+        for (int n = 1; n <= 3; n++) {
+            try (CqlSession s = cluster.session(n)) {
+                for (int pk = 59_900; pk < end + 100; pk++) {
+                    t.compare(s, ConsistencyLevel.ONE, "SELECT pk, c, v FROM %s WHERE pk = ?", pk);
+                    boolean gone = pk < 60_000 || pk >= end || (pk < 61_500 && pk % 3 == 0);
+                    if (gone && !owners(s, "ks1", pk).contains(n)) {
+                        remoteGone++;
+                    }
+                }
+            }
+        }
+        long skips = -skips0;
+        for (int n = 1; n <= 3; n++) {
+            skips += cluster.jmx(n).metric("ks1", "needle", "NodeSkipsOne");
+        }
+        System.out.printf(
+                "NodeFilterIT: keys 59,900-%d compared through every node, %d of %d remote reads of absent or"
+                        + " deleted keys skipped%n",
+                end + 99, skips, remoteGone);
+        assertTrue(
+                skips >= remoteGone - remoteGone / 100 - 3,
+                skips + " of " + remoteGone + " remote reads of absent or deleted keys skipped through shrunk copies");
+    }
+
+    /** {@code NodeFilterShrinksSent} of ks1.needle on each node. */
+    private static long[] shrinksSent(LocalCluster cluster) throws Exception {
+        long[] out = new long[3];
+        for (int n = 1; n <= 3; n++) {
+            out[n - 1] = cluster.jmx(n).metric("ks1", "needle", "NodeFilterShrinksSent");
+        }
+        return out;
     }
 
     /**

@@ -90,6 +90,7 @@ public final class NodeFilters {
         m.gauge("NodeFilterChangesSent", o.changesSent::get);
         m.gauge("NodeFilterBatchBytesSent", o.batchBytesSent::get);
         m.gauge("NodeFilterSnapshotsSent", o.snapshotsSent::get);
+        m.gauge("NodeFilterShrinksSent", o.shrinksSent::get);
         m.gauge("NodeFilterEpochs", o.epochsStarted::get);
         m.gauge("NodeFilterPublishedKeys", o.filter::publishedCount);
         m.gauge("NodeFilterPublishedBytes", o.filter::publishedBytes);

@@ -112,6 +112,9 @@ final class OwnerTable implements KeyEvents {
     final AtomicLong batchBytesSent = new AtomicLong();
 
     final AtomicLong snapshotsSent = new AtomicLong();
+    /** The part of {@link #snapshotsSent} that shrank a copy at rest ({@link #oversized}). */
+    final AtomicLong shrinksSent = new AtomicLong();
+
     final AtomicLong epochsStarted = new AtomicLong();
     /** Bytes of other nodes' snapshots and batches of this table applied to copies here. */
     final AtomicLong bytesReceived = new AtomicLong();
@@ -272,9 +275,12 @@ final class OwnerTable implements KeyEvents {
         }
     }
 
-    /** Whether the keys receiver {@code r} holds outgrew its last snapshot's room (its copy's filter would fill). */
-    boolean outgrown(int r) {
-        return r < snapshotCapacity.length && outgrown(filter.keysFor(r), snapshotCapacity[r]);
+    /**
+     * Whether the {@code keys} receiver {@code r} holds outgrew its last snapshot's room (its
+     * copy's filter would fill).
+     */
+    boolean outgrewSnapshot(int r, long keys) {
+        return r < snapshotCapacity.length && outgrown(keys, snapshotCapacity[r]);
     }
 
     /**
@@ -287,18 +293,38 @@ final class OwnerTable implements KeyEvents {
         return keys > capacity * 0.95;
     }
 
-    /** How long the keys of a receiver must stay steady before its copy is shrunk. */
-    static final long SHRINK_AFTER_MILLIS = 60_000;
+    /**
+     * How long the keys of a receiver must stay steady before its copy is shrunk; {@code
+     * -Dneedle.node_filter.shrink_after_ms} sets it (tests shorten it to see copies shrunk).
+     */
+    static final long SHRINK_AFTER_MILLIS = Long.getLong("needle.node_filter.shrink_after_ms", 60_000);
+
+    /**
+     * How long no change must have gone to a receiver before its copy is shrunk: a shrink is a
+     * whole snapshot, sent when the copy's stream of changes is idle rather than in the middle of
+     * a burst of inserts, whose cost per change it would multiply; {@code
+     * -Dneedle.node_filter.quiet_ms} sets it.
+     */
+    static final long QUIET_MILLIS = Long.getLong("needle.node_filter.quiet_ms", 10_000);
+
+    /**
+     * A set whose count stays steady while changes keep flowing (TTLs expiring as much as the
+     * inserts add) is never quiet; its copies are shrunk after this long steady even so, one
+     * snapshot each: ten times {@link #SHRINK_AFTER_MILLIS}.
+     */
+    static final long SHRINK_UNDER_CHURN_AFTER_MILLIS = 10 * SHRINK_AFTER_MILLIS;
 
     /** Keys that move by at most this fraction of themselves are steady. */
     static final double STEADY_TOLERANCE = 0.02;
 
-    /** Notes receiver {@code r}'s keys now: a move of more than {@link #STEADY_TOLERANCE} starts a new steady period. */
-    void observeKeys(int r, long nowMillis) {
+    /**
+     * Notes the {@code keys} receiver {@code r} holds now: a move of more than {@link
+     * #STEADY_TOLERANCE} starts a new steady period.
+     */
+    void observeKeys(int r, long keys, long nowMillis) {
         if (r >= steadyKeys.length) {
             return;
         }
-        long keys = filter.keysFor(r);
         if (Math.abs(keys - steadyKeys[r]) > steadyKeys[r] * STEADY_TOLERANCE || steadySinceMillis[r] == 0) {
             steadyKeys[r] = keys;
             steadySinceMillis[r] = nowMillis;
@@ -306,24 +332,29 @@ final class OwnerTable implements KeyEvents {
     }
 
     /**
-     * Whether receiver {@code r}'s copy has more room than a copy at rest needs and its keys have
-     * stopped moving: then a snapshot with {@link #REST_HEADROOM} shrinks it.
+     * Whether receiver {@code r}'s copy, of {@code keys}, has more room than a copy at rest needs
+     * and is at rest: then a snapshot with {@link #REST_HEADROOM} shrinks it.
      */
-    boolean oversized(int r, long nowMillis) {
+    boolean oversized(int r, long keys, long nowMillis) {
         return r < snapshotCapacity.length
-                && oversized(filter.keysFor(r), snapshotCapacity[r], nowMillis - steadySinceMillis[r]);
+                && oversized(keys, snapshotCapacity[r], nowMillis - steadySinceMillis[r], nowMillis - lastBatchTo[r]);
     }
 
     /**
      * Whether a copy with room for {@code capacity} is oversized for {@code keys} that have been
-     * steady for {@code steadyMillis}: more room than {@link #REST_MAX_HEADROOM} times the keys,
-     * after {@link #SHRINK_AFTER_MILLIS}. A set that grows sends snapshots with room for twice its
-     * keys ({@link #GROWTH_HEADROOM}) and an epoch starts with a quarter more ({@link #HEADROOM}):
-     * once the set stops, its copies come down to about an eighth more, one snapshot per copy per
-     * steady period (after it, the copy fits and is not shrunk again until its keys move).
+     * steady for {@code steadyMillis}, with no change sent to it for {@code quietMillis}: more
+     * room than {@link #REST_MAX_HEADROOM} times the keys, the keys steady for {@link
+     * #SHRINK_AFTER_MILLIS} and the copy's changes quiet for {@link #QUIET_MILLIS} (or the keys
+     * steady for {@link #SHRINK_UNDER_CHURN_AFTER_MILLIS}, whatever the changes). A set that grows
+     * sends snapshots with room for twice its keys ({@link #GROWTH_HEADROOM}) and an epoch starts
+     * with a quarter more ({@link #HEADROOM}): once the set stops, its copies come down to about an
+     * eighth more, one snapshot per copy per steady period (after it, the copy fits and is not
+     * shrunk again until its keys move).
      */
-    static boolean oversized(long keys, long capacity, long steadyMillis) {
-        return steadyMillis >= SHRINK_AFTER_MILLIS && capacity > roomFor(keys, REST_MAX_HEADROOM);
+    static boolean oversized(long keys, long capacity, long steadyMillis, long quietMillis) {
+        boolean atRest = steadyMillis >= SHRINK_AFTER_MILLIS
+                && (quietMillis >= QUIET_MILLIS || steadyMillis >= SHRINK_UNDER_CHURN_AFTER_MILLIS);
+        return atRest && capacity > roomFor(keys, REST_MAX_HEADROOM);
     }
 
     /**

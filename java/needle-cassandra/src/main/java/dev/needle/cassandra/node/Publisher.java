@@ -251,12 +251,13 @@ final class Publisher {
         List<Integer> oversized = new ArrayList<>();
         boolean mayAnswer = now - o.lastSnapshotMillis >= SNAPSHOT_INTERVAL_MILLIS;
         for (int r = 0; r < receivers.size(); r++) {
-            o.observeKeys(r, now);
-            if (o.outgrown(r)) {
+            long keys = o.filter.keysFor(r);
+            o.observeKeys(r, keys, now);
+            if (o.outgrewSnapshot(r, keys)) {
                 grown.add(r);
             } else if (mayAnswer && o.snapshotWanted.contains(receivers.hostIds[r])) {
                 asked.add(r);
-            } else if (mayAnswer && o.oversized(r, now)) {
+            } else if (mayAnswer && o.oversized(r, keys, now)) {
                 oversized.add(r);
             }
         }
@@ -266,6 +267,7 @@ final class Publisher {
             // Only with nothing queued: the snapshot is then at the copy's own sequence number,
             // which a copy takes whatever its size (NodeCopy#snapshot).
             sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.REST_HEADROOM);
+            o.shrinksSent.addAndGet(oversized.size());
         }
         beat(me, o, now, o.ready());
     }

@@ -61,25 +61,37 @@ class SnapshotRoomTest {
 
     /**
      * A set that grew and stopped: its copies have up to twice the room they need, and once its
-     * keys have been steady for a minute, a snapshot with an eighth more room shrinks them; not
-     * while the keys move, not before the minute, not when the room is close to what a copy at
-     * rest has, not the smallest copies.
+     * keys have been steady for a minute and no change has gone to the copy for ten seconds, a
+     * snapshot with an eighth more room shrinks them; not while the keys move, not before the
+     * minute, not while changes still flow (unless the count has been steady for ten minutes),
+     * not when the room is close to what a copy at rest has, not the smallest copies.
      */
     @Test
     void aCopyWithMoreRoomThanItNeedsIsShrunkOnceTheKeysStopMoving() {
         long minute = OwnerTable.SHRINK_AFTER_MILLIS;
-        assertTrue(OwnerTable.oversized(55_000, 110_000, minute), "room for twice the keys, a minute steady");
+        long quiet = OwnerTable.QUIET_MILLIS;
+        assertTrue(OwnerTable.oversized(55_000, 110_000, minute, quiet), "room for twice the keys, a minute steady");
         assertTrue(
-                OwnerTable.oversized(80_000, 100_000, minute), "room for a quarter more (an epoch's first snapshot)");
-        assertFalse(OwnerTable.oversized(55_000, 110_000, minute - 1), "not before the minute");
-        assertFalse(OwnerTable.oversized(90_000, 104_000, minute), "the room is within 16 % of the keys");
-        assertFalse(OwnerTable.oversized(100, OwnerTable.MIN_CAPACITY, minute), "the smallest copy");
+                OwnerTable.oversized(80_000, 100_000, minute, quiet),
+                "room for a quarter more (an epoch's first snapshot)");
+        assertFalse(OwnerTable.oversized(55_000, 110_000, minute - 1, quiet), "not before the minute");
+        assertFalse(
+                OwnerTable.oversized(55_000, 110_000, minute, quiet - 1),
+                "not while changes flow to the copy (a paced load within the steady tolerance)");
+        assertTrue(
+                OwnerTable.oversized(55_000, 110_000, OwnerTable.SHRINK_UNDER_CHURN_AFTER_MILLIS, 0),
+                "a count steady for ten minutes under a churn of changes");
+        assertFalse(OwnerTable.oversized(90_000, 104_000, minute, quiet), "the room is within 16 % of the keys");
+        assertFalse(OwnerTable.oversized(100, OwnerTable.MIN_CAPACITY, minute, quiet), "the smallest copy");
         OwnerTable o = owner();
         o.snapshotFilter(0, hashes(55_000), OwnerTable.GROWTH_HEADROOM, 0);
         long big = o.snapshotCapacity[0];
+        assertTrue(o.oversized(0, 55_000, minute + quiet), "no batch sent yet: the copy is quiet");
+        o.lastBatchTo[0] = minute;
+        assertFalse(o.oversized(0, 55_000, minute + quiet - 1), "a batch went to the copy within ten seconds");
         o.snapshotFilter(0, hashes(55_000), OwnerTable.REST_HEADROOM, 0);
         assertTrue(o.snapshotCapacity[0] * 1.75 <= big, o.snapshotCapacity[0] + " after " + big);
-        assertFalse(OwnerTable.oversized(55_000, o.snapshotCapacity[0], minute), "shrunk once, not again");
+        assertFalse(OwnerTable.oversized(55_000, o.snapshotCapacity[0], minute, quiet), "shrunk once, not again");
         assertFalse(OwnerTable.outgrown(55_000 * 105 / 100, o.snapshotCapacity[0]), "room to grow by 5 % again");
     }
 
@@ -90,13 +102,13 @@ class SnapshotRoomTest {
     @Test
     void keysAreSteadyOnceTheyStopMovingWhateverTheyDidSinceTheLastSnapshot() {
         OwnerTable o = owner();
-        o.observeKeys(0, 1_000);
+        o.observeKeys(0, 0, 1_000);
         assertEquals(1_000, o.steadySinceMillis[0]);
         o.steadyKeys[0] = 50_000; // as if the receiver had held 50,000 keys from then on
-        o.observeKeys(0, 2_000); // the receiver holds no key here: a move of 100 %
+        o.observeKeys(0, 0, 2_000); // the receiver holds no key: a move of 100 %
         assertEquals(2_000, o.steadySinceMillis[0], "a move starts a new steady period");
         assertEquals(0, o.steadyKeys[0]);
-        o.observeKeys(0, 70_000);
+        o.observeKeys(0, 0, 70_000);
         assertEquals(2_000, o.steadySinceMillis[0], "no move, the period goes on");
     }
 
