@@ -2,6 +2,7 @@ package dev.needle.cassandra;
 
 import dev.needle.cassandra.base.CustomIndexBase;
 import dev.needle.cassandra.base.NeedleOptions;
+import dev.needle.cassandra.base.WritePathIndexGroup;
 import dev.needle.cassandra.node.NodeFilters;
 import dev.needle.cassandra.storage.FilterRegistry;
 import dev.needle.cassandra.storage.StorageFilter;
@@ -19,7 +20,6 @@ import org.apache.cassandra.db.memtable.Memtable;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.IndexRegistry;
 import org.apache.cassandra.index.SecondaryIndexBuilder;
-import org.apache.cassandra.index.SingletonIndexGroup;
 import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.io.sstable.Component;
 import org.apache.cassandra.io.sstable.Descriptor;
@@ -174,7 +174,7 @@ public final class NeedleIndex extends CustomIndexBase {
      * The index's group: Cassandra asks it to validate SSTables that arrive whole (by streaming or
      * {@code nodetool import}) before they go live.
      */
-    static final class NeedleIndexGroup extends SingletonIndexGroup {
+    static final class NeedleIndexGroup extends WritePathIndexGroup {
         private final NeedleIndex index;
 
         NeedleIndexGroup(NeedleIndex index) {

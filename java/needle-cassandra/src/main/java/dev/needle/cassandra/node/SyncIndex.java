@@ -2,6 +2,7 @@ package dev.needle.cassandra.node;
 
 import dev.needle.cassandra.base.CustomIndexBase;
 import dev.needle.cassandra.base.NeedleOptions;
+import dev.needle.cassandra.base.WritePathIndexGroup;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -15,6 +16,7 @@ import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.memtable.Memtable;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
@@ -136,7 +138,7 @@ public final class SyncIndex extends CustomIndexBase {
 
     @Override
     public void register(org.apache.cassandra.index.IndexRegistry registry) {
-        registry.registerIndex(this);
+        registry.registerIndex(this, new Index.Group.Key(this), () -> new WritePathIndexGroup(this));
     }
 
     @Override

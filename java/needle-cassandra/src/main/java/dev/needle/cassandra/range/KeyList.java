@@ -1,5 +1,6 @@
 package dev.needle.cassandra.range;
 
+import dev.needle.cassandra.base.WritePathIndexGroup;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,7 +23,6 @@ import org.apache.cassandra.db.partitions.AbstractUnfilteredPartitionIterator;
 import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
 import org.apache.cassandra.db.rows.UnfilteredRowIterator;
 import org.apache.cassandra.index.Index;
-import org.apache.cassandra.index.SingletonIndexGroup;
 import org.apache.cassandra.index.SingletonIndexQueryPlan;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
@@ -143,7 +143,7 @@ public final class KeyList {
      * that protection re-reads rows that a replica's filter may have dropped, and nothing is
      * filtered here (every listed row comes back whatever its values).
      */
-    public static final class IndexGroup extends SingletonIndexGroup {
+    public static final class IndexGroup extends WritePathIndexGroup {
         public IndexGroup(Index index) {
             super(index);
         }
