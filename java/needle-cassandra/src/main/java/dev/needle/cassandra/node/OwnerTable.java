@@ -79,6 +79,28 @@ final class OwnerTable implements KeyEvents {
      */
     static final long MIN_CAPACITY = 256;
 
+    /**
+     * The least room a growth snapshot gives a copy: a set growing from nothing skips the
+     * snapshots of a few hundred and a few thousand keys (each one the whole filter to every
+     * receiver, while the load that grows the set is running) for 7 KB of room; a copy shrunk
+     * at rest may still be smaller.
+     */
+    static final long MIN_GROWTH_CAPACITY = 4096;
+
+    /** The room a snapshot gives a copy: {@code headroom} times the keys it holds, and at least {@code least} keys. */
+    record Room(double headroom, long least) {
+        long forKeys(long keys) {
+            return Math.max(least, (long) (keys * headroom));
+        }
+    }
+
+    /** An epoch's first snapshots and those a copy asks for. */
+    static final Room EPOCH_ROOM = new Room(HEADROOM, MIN_CAPACITY);
+    /** A snapshot sent because the set outgrew the copy ({@link #outgrown}). */
+    static final Room GROWTH_ROOM = new Room(GROWTH_HEADROOM, MIN_GROWTH_CAPACITY);
+    /** A snapshot that shrinks a copy at rest ({@link #oversized}). */
+    static final Room REST_ROOM = new Room(REST_HEADROOM, MIN_CAPACITY);
+
     /** The per-receiver state of a new epoch's {@code count} receivers, all at zero. */
     void newReceivers(int count) {
         snapshotCapacity = new long[count];
@@ -358,11 +380,11 @@ final class OwnerTable implements KeyEvents {
     }
 
     /**
-     * The filter a snapshot carries to receiver {@code r}: the hashes, with room for {@code
-     * headroom} times as many, and for at least {@code minCapacity} keys.
+     * The filter a snapshot carries to receiver {@code r}: the hashes, with the {@code room} they
+     * call for, and for at least {@code minCapacity} keys.
      */
-    KeyFilter snapshotFilter(int r, long[] hashes, double headroom, long minCapacity) {
-        long capacity = Math.max(minCapacity, roomFor(hashes.length, headroom));
+    KeyFilter snapshotFilter(int r, long[] hashes, Room room, long minCapacity) {
+        long capacity = Math.max(minCapacity, room.forKeys(hashes.length));
         while (true) {
             KeyFilter f = options.tracksDeletions()
                     ? CuckooFilter.create(capacity, options.fpRate)

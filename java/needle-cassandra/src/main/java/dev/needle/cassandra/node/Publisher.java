@@ -261,12 +261,12 @@ final class Publisher {
                 oversized.add(r);
             }
         }
-        sendSnapshots(me, o, receivers, grown, false, false, OwnerTable.GROWTH_HEADROOM);
-        sendSnapshots(me, o, receivers, asked, false, false, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, receivers, grown, false, false, OwnerTable.GROWTH_ROOM);
+        sendSnapshots(me, o, receivers, asked, false, false, OwnerTable.EPOCH_ROOM);
         if (!oversized.isEmpty() && o.filter.queued() == 0) {
             // Only with nothing queued: the snapshot is then at the copy's own sequence number,
             // which a copy takes whatever its size (NodeCopy#snapshot).
-            sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.REST_HEADROOM);
+            sendSnapshots(me, o, receivers, oversized, false, true, OwnerTable.REST_ROOM);
             o.shrinksSent.addAndGet(oversized.size());
         }
         beat(me, o, now, o.ready());
@@ -375,7 +375,7 @@ final class Publisher {
         for (int r = 0; r < receivers.size(); r++) {
             all.add(r);
         }
-        sendSnapshots(me, o, receivers, all, true, true, OwnerTable.HEADROOM);
+        sendSnapshots(me, o, receivers, all, true, true, OwnerTable.EPOCH_ROOM);
         o.published = true;
         o.epochsStarted.incrementAndGet();
         o.lastBeatMillis = 0; // say "ready" at once
@@ -405,7 +405,8 @@ final class Publisher {
      * Sends receivers {@code rs} a snapshot of the keys each holds: with {@code firstOfEpoch}, the
      * epoch's first (their queued changes are in it and dropped). Within an epoch a snapshot has
      * no less room than the last one gave the copy unless {@code mayShrink}: a copy may have
-     * taken the bigger one's room already and filled it with the batches after.
+     * taken the bigger one's room already and filled it with the batches after. {@code room}:
+     * how much room each gives its copy.
      */
     private void sendSnapshots(
             UUID me,
@@ -414,7 +415,7 @@ final class Publisher {
             List<Integer> rs,
             boolean firstOfEpoch,
             boolean mayShrink,
-            double headroom)
+            OwnerTable.Room room)
             throws IOException {
         if (rs.isEmpty()) {
             return;
@@ -424,7 +425,7 @@ final class Publisher {
         for (int i = 0; i < indexes.length; i++) {
             int r = indexes[i];
             OwnerFilter.Snapshot snap = snaps[i];
-            KeyFilter f = o.snapshotFilter(r, snap.hashes(), headroom, mayShrink ? 0 : o.snapshotCapacity[r]);
+            KeyFilter f = o.snapshotFilter(r, snap.hashes(), room, mayShrink ? 0 : o.snapshotCapacity[r]);
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             f.writeTo(out);
             byte[] bytes = out.toByteArray();
