@@ -100,6 +100,8 @@ final class OwnerTable implements KeyEvents {
     static final Room GROWTH_ROOM = new Room(GROWTH_HEADROOM, MIN_GROWTH_CAPACITY);
     /** A snapshot that shrinks a copy at rest ({@link #oversized}). */
     static final Room REST_ROOM = new Room(REST_HEADROOM, MIN_CAPACITY);
+    /** The most room a copy at rest keeps: one with more is {@link #oversized}. */
+    static final Room REST_MAX_ROOM = new Room(REST_MAX_HEADROOM, MIN_CAPACITY);
 
     /** The per-receiver state of a new epoch's {@code count} receivers, all at zero. */
     void newReceivers(int count) {
@@ -107,11 +109,6 @@ final class OwnerTable implements KeyEvents {
         steadyKeys = new long[count];
         steadySinceMillis = new long[count];
         lastBatchTo = new long[count];
-    }
-
-    /** The room a snapshot of {@code keys} keys gives a copy, with {@code headroom} times as many. */
-    static long roomFor(long keys, double headroom) {
-        return Math.max(MIN_CAPACITY, (long) (keys * headroom));
     }
 
     long lastBeatMillis;
@@ -376,7 +373,7 @@ final class OwnerTable implements KeyEvents {
     static boolean oversized(long keys, long capacity, long steadyMillis, long quietMillis) {
         boolean atRest = steadyMillis >= SHRINK_AFTER_MILLIS
                 && (quietMillis >= QUIET_MILLIS || steadyMillis >= SHRINK_UNDER_CHURN_AFTER_MILLIS);
-        return atRest && capacity > roomFor(keys, REST_MAX_HEADROOM);
+        return atRest && capacity > REST_MAX_ROOM.forKeys(keys);
     }
 
     /**

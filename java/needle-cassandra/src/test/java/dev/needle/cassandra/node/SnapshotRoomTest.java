@@ -125,8 +125,7 @@ class SnapshotRoomTest {
         OwnerTable o = owner();
         for (int keys : new int[] {20_000, 100_000, 300_000}) {
             long room = (long) (keys * OwnerTable.REST_MAX_HEADROOM);
-            KeyFilter f = o.snapshotFilter(
-                    0, hashes(keys), new OwnerTable.Room(OwnerTable.REST_MAX_HEADROOM, OwnerTable.MIN_CAPACITY), room);
+            KeyFilter f = o.snapshotFilter(0, hashes(keys), OwnerTable.REST_MAX_ROOM, room);
             double perKey = (double) f.sizeInBytes() / keys;
             assertTrue(perKey <= 2.0, keys + " keys: " + perKey + " bytes per key");
         }
