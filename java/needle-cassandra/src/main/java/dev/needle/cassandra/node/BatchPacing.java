@@ -44,6 +44,36 @@ final class BatchPacing {
      */
     static final int LIGHT_CHANGES_PER_SECOND = 32;
 
+    /**
+     * When a table's next publisher round is due ({@code atMillis}), or sooner, at the change
+     * that brings a receiver's queue to {@code wakeAtQueued} changes ({@link Integer#MAX_VALUE}:
+     * none).
+     */
+    record NextRound(long atMillis, int wakeAtQueued) {}
+
+    /**
+     * When the publisher's next round for a table with {@code queued} changes waiting (not due)
+     * at {@code nowMillis} is due, so that it runs when something may go rather than every {@link
+     * Publisher#BATCH_MILLIS}: its rounds cost the node CPU whether or not they send anything.
+     * With none waiting, at the next heartbeat ({@code nextBeatMillis}), or at the next change if
+     * that one goes at once ({@link #batchDue}: a light stream, or after a quiet spell). With
+     * changes held for a heavier stream, when they may go: at the end of the hold, when {@link
+     * #MIN_GAP_MILLIS} lets the {@link #PAYING_BATCH} already waiting go, or at the change that
+     * makes a paying batch after the gap (a full batch within it).
+     */
+    NextRound nextRound(int queued, long nowMillis, long holdMillis, long nextBeatMillis) {
+        if (queued == 0 && due(1, nowMillis, false, holdMillis)) {
+            return new NextRound(nextBeatMillis, 1);
+        }
+        long at = Math.min(nextBeatMillis, lastBatchMillis + holdMillis);
+        int wakeAt = PAYING_BATCH;
+        if (queued >= PAYING_BATCH) {
+            at = Math.min(at, lastBatchMillis + MIN_GAP_MILLIS);
+            wakeAt = FULL_BATCH;
+        }
+        return new NextRound(Math.max(at, nowMillis + 1), wakeAt);
+    }
+
     /** Times and sizes of the batches sent in about the last second, oldest first (publisher thread). */
     private final ArrayDeque<long[]> recentBatches = new ArrayDeque<>();
     /** The changes of {@link #recentBatches}. */

@@ -2,6 +2,7 @@ package dev.needle.cassandra.node;
 
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.BooleanSupplier;
 
@@ -46,6 +47,10 @@ final class OwnerFilter {
     private final AtomicInteger publishedCount = new AtomicInteger();
 
     private final Object sequencer = new Object();
+    /** The thread a change wakes ({@link #wakeWhenQueued}); null when none waits for one. */
+    private volatile Thread waiting;
+    /** How many changes a receiver's queue holds when a change wakes {@link #waiting}. */
+    private volatile int wakeAtQueued = Integer.MAX_VALUE;
 
     // Guarded by sequencer.
     private long epoch;
@@ -189,6 +194,24 @@ final class OwnerFilter {
         return decide(key, live, false);
     }
 
+    /**
+     * Has the change that brings a receiver's queue to {@code queued} changes wake {@code thread}
+     * ({@link LockSupport#unpark}), once; a null thread wakes none. The publisher parks between
+     * its rounds: a change that is to go out at once (in a light stream) or that fills a batch
+     * wakes it instead of waiting for its timer, and the write path pays a volatile read when none
+     * waits. A queue that held as many before the call wakes nothing: the caller looks at {@link
+     * #queued} after.
+     */
+    void wakeWhenQueued(Thread thread, int queued) {
+        if (thread == null) {
+            wakeAtQueued = Integer.MAX_VALUE;
+            waiting = null;
+        } else {
+            waiting = thread;
+            wakeAtQueued = queued;
+        }
+    }
+
     private boolean decide(long key, BooleanSupplier live, boolean mayAdd) {
         long hash = NodeKey.filterHash(key);
         int s = stripe(hash);
@@ -236,6 +259,7 @@ final class OwnerFilter {
 
     /** Queues the change of {@code key} (whose filter hash is {@code hash}) for each of its receivers. */
     private void enqueue(long key, long hash, boolean removal) {
+        int most = 0;
         synchronized (sequencer) {
             if (receivers == null) {
                 return; // before the first epoch, which starts from the data
@@ -265,6 +289,14 @@ final class OwnerFilter {
                 st.removals[st.queued] = removal;
                 st.queued++;
                 st.seq++;
+                most = Math.max(most, st.queued);
+            }
+        }
+        if (most >= wakeAtQueued) {
+            Thread t = waiting;
+            if (t != null) {
+                wakeWhenQueued(null, 0);
+                LockSupport.unpark(t);
             }
         }
     }

@@ -201,19 +201,57 @@ final class OwnerTable implements KeyEvents {
         return !(sameClaim && batchesFlow && nowMillis - lastBeatMillis < 2 * stalenessMillis);
     }
 
+    /**
+     * When the next heartbeat may be due, after a round at {@code nowMillis} ({@link #beatDue}):
+     * at the start of the grid's next slot, or, if this slot's heartbeat waited for flowing
+     * batches, once no batch has gone for an interval or the last heartbeat is 2S old. The
+     * publisher sleeps until then unless something else calls it sooner.
+     */
+    static long nextBeatMillis(
+            long nowMillis,
+            long lastBeatMillis,
+            long lastBatchMillis,
+            long intervalMillis,
+            long stalenessMillis,
+            long phaseMillis) {
+        long slot = Math.floorDiv(nowMillis + phaseMillis, intervalMillis);
+        long next = (slot + 1) * intervalMillis - phaseMillis;
+        if (slot != Math.floorDiv(lastBeatMillis + phaseMillis, intervalMillis)) {
+            next = Math.min(next, Math.min(lastBatchMillis + intervalMillis, lastBeatMillis + 2 * stalenessMillis));
+        }
+        return Math.max(next, nowMillis + 1);
+    }
+
+    /** {@link #nextBeatMillis} for this table after a round at {@code nowMillis}. */
+    long nextBeatMillis(long nowMillis, long phaseMillis) {
+        return nextBeatMillis(
+                nowMillis,
+                lastBeatMillis,
+                oldestBatchMillis(),
+                beatIntervalMillis(),
+                options.stalenessMillis,
+                phaseMillis);
+    }
+
+    /**
+     * When the receiver that heard last from a batch did: batches flow for the table only while
+     * every receiver gets them (a receiver whose keys did not change hears only heartbeats).
+     */
+    private long oldestBatchMillis() {
+        long oldest = lastBatchTo.length == 0 ? pacing.lastBatchMillis : Long.MAX_VALUE;
+        for (long t : lastBatchTo) {
+            oldest = Math.min(oldest, t);
+        }
+        return oldest;
+    }
+
     /** {@link #beatDue} for this table now, for a heartbeat that would claim {@code claim}. */
     boolean beatDue(long nowMillis, boolean claim, long phaseMillis) {
         boolean same = claim == lastBeatClaim && filter.epoch() == lastBeatEpoch;
-        // A receiver whose keys did not change hears only heartbeats: batches flow for the
-        // table only while every receiver gets them.
-        long oldestBatch = lastBatchTo.length == 0 ? pacing.lastBatchMillis : Long.MAX_VALUE;
-        for (long t : lastBatchTo) {
-            oldestBatch = Math.min(oldestBatch, t);
-        }
         return beatDue(
                 nowMillis,
                 lastBeatMillis,
-                nowMillis - oldestBatch,
+                nowMillis - oldestBatchMillis(),
                 same,
                 beatIntervalMillis(),
                 options.stalenessMillis,

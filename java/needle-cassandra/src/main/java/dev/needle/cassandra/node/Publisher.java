@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.cassandra.gms.Gossiper;
 import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.service.StorageService;
@@ -23,8 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The owner's side of node filters: one thread that, every {@link #BATCH_MILLIS} ms, publishes
- * for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
+ * The owner's side of node filters: one thread that, in rounds, publishes for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
  * epoch, then batches of changes as they come ({@link BatchPacing#batchDue}), and heartbeats
  * ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's keys
  * ({@link Receivers}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
@@ -42,8 +42,20 @@ final class Publisher {
 
     /** Snapshot bytes per row of the sync keyspace. */
     static final int CHUNK_BYTES = 1 << 20;
-    /** The publisher's round: changes wait at least this long to be sent, and more while they stream in ({@link BatchPacing#batchDue}). */
+    /**
+     * The shortest time between two rounds that are not woken by a change, and the wait while an
+     * epoch is read: a change that goes out at once ({@link BatchPacing#batchDue}) wakes the
+     * publisher, and held changes are looked at when they may go ({@link
+     * BatchPacing#nextCheckMillis}).
+     */
     static final long BATCH_MILLIS = 5;
+    /**
+     * The longest the publisher sleeps between rounds when no change, heartbeat or epoch calls it
+     * sooner: how late it at most notices a snapshot request, a copy to shrink or data it could
+     * not see. The rounds cost the node CPU whether or not they send anything, so they run when
+     * something is due rather than every {@link #BATCH_MILLIS}.
+     */
+    static final long MAX_ROUND_MILLIS = 50;
     /** An owner sends at most one asked-for snapshot of a table this often. */
     static final long SNAPSHOT_INTERVAL_MILLIS = 1000;
     /** A table whose live keys did not fit its published set tries a new epoch this often. */
@@ -87,16 +99,18 @@ final class Publisher {
 
     private void run() {
         long lastMaintenance = 0;
-        while (true) {
+        while (!Thread.currentThread().isInterrupted()) {
+            long nextRound = System.currentTimeMillis() + MAX_ROUND_MILLIS;
             try {
                 UUID me = NodeFilters.localHost();
                 if (me != null && !stopping() && peersKnown() && keyspaceReady()) {
                     try {
                         for (OwnerTable o : owners.values()) {
                             try {
-                                publish(me, o);
+                                nextRound = Math.min(nextRound, publish(me, o));
                             } catch (RuntimeException | IOException e) {
                                 o.published = false; // start over: copies stop trusting us meanwhile
+                                nextRound = System.currentTimeMillis() + BATCH_MILLIS;
                                 noSpam.warn(
                                         "Needle could not publish the node filter of {}: {}",
                                         o.name(),
@@ -113,11 +127,12 @@ final class Publisher {
                         copies.askForSnapshots(me, now);
                     }
                 }
-                Thread.sleep(BATCH_MILLIS);
-            } catch (InterruptedException e) {
-                return;
             } catch (Throwable t) {
                 noSpam.error("Needle's node-filter publisher failed; it goes on", t);
+            }
+            long sleep = nextRound - System.currentTimeMillis();
+            if (sleep > 0) {
+                LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(sleep));
             }
         }
     }
@@ -183,24 +198,30 @@ final class Publisher {
         return SyncKeyspace.exists();
     }
 
-    private void publish(UUID me, OwnerTable o) throws IOException {
+    /**
+     * One round of table {@code o}: sends what is due, and returns by when it wants the next
+     * round (the run loop takes the soonest of all tables', and at most {@link
+     * #MAX_ROUND_MILLIS}).
+     */
+    private long publish(UUID me, OwnerTable o) throws IOException {
         long now = System.currentTimeMillis();
+        long soon = now + BATCH_MILLIS;
         if (o.building != null) {
             if (!o.building.isDone()) {
                 beat(me, o, now, false); // the copies know the epoch is not published yet
-                return;
+                return soon;
             }
             finishEpoch(me, o);
-            return;
+            return soon;
         }
         StorageFilter s = o.storage;
         if (!s.isReady()) {
             beat(me, o, now, false);
-            return;
+            return o.nextBeatMillis(now, phaseMillis(me));
         }
         Receivers receivers = o.currentReceivers();
         if (receivers == null) {
-            return; // the ring is not known yet
+            return o.nextBeatMillis(now, phaseMillis(me)); // the ring is not known yet
         }
         long generation = s.unseenGeneration();
         if (o.filter.full()) {
@@ -211,11 +232,11 @@ final class Publisher {
             }
             if (now - o.fullSinceMillis < FULL_RETRY_MILLIS) {
                 beat(me, o, now, false);
-                return;
+                return o.nextBeatMillis(now, phaseMillis(me));
             }
             o.fullSinceMillis = 0;
             startEpoch(me, o, generation, receivers);
-            return;
+            return soon;
         }
         if (!o.published
                 || generation != o.epochGeneration
@@ -224,13 +245,13 @@ final class Publisher {
             // A node joined, left or moved, or the replication changed: which node holds which
             // keys changed with it, so the copies start over from a new epoch's snapshots.
             startEpoch(me, o, generation, receivers);
-            return;
+            return soon;
         }
         boolean beatDue = o.beatDue(now, o.ready(), phaseMillis(me));
         if (o.batchDue(now, beatDue)) {
             o.pacing.batchSent(now, o.filter.queued());
             if (s.unseenGeneration() != generation) {
-                return; // this epoch is over: the next round starts a new one
+                return soon; // this epoch is over: the next round starts a new one
             }
             for (int r = 0; r < receivers.size(); r++) {
                 OwnerFilter.Batch b = o.filter.drain(r);
@@ -270,6 +291,23 @@ final class Publisher {
             o.shrinksSent.addAndGet(oversized.size());
         }
         beat(me, o, now, o.ready());
+        return nextRound(o, now, o.nextBeatMillis(now, phaseMillis(me)));
+    }
+
+    /**
+     * When table {@code o}, which has published, wants its next round ({@link
+     * BatchPacing#nextRound}). The wake by a change is armed before the queue is looked at again,
+     * so a change queued in between is seen one way or the other.
+     */
+    private long nextRound(OwnerTable o, long now, long nextBeat) {
+        BatchPacing.NextRound next =
+                o.pacing.nextRound(o.filter.queued(), now, BatchPacing.holdMillis(o.options.stalenessMillis), nextBeat);
+        o.filter.wakeWhenQueued(Thread.currentThread(), next.wakeAtQueued());
+        if (o.filter.queued() >= next.wakeAtQueued()) {
+            o.filter.wakeWhenQueued(null, 0);
+            return now; // the change came meanwhile
+        }
+        return next.atMillis();
     }
 
     /**

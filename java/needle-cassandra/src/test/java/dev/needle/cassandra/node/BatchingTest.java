@@ -86,7 +86,8 @@ class BatchingTest {
     /**
      * Heartbeats go on a grid of the interval that the node's phase shifts: tables whose bounds
      * are multiples of each other beat in the same rounds, so the publisher sends one message per
-     * receiver for them all, and no gap between two heartbeats exceeds the interval plus a round.
+     * receiver for them all, and no gap between two heartbeats exceeds the interval: the publisher
+     * wakes at the start of each table's next slot ({@link OwnerTable#nextBeatMillis}).
      */
     @Test
     void tablesWhoseBoundsAreMultiplesBeatInTheSameRounds() {
@@ -95,8 +96,9 @@ class BatchingTest {
         long[] lastBeat = new long[bounds.length];
         long[] longestGap = new long[bounds.length];
         int rounds = 0, sharedWithTheLongest = 0, beatsOfTheLongest = 0;
-        for (long now = 7; now < 60_000; now += Publisher.BATCH_MILLIS) {
+        for (long now = 7; now < 60_000; ) {
             boolean[] beat = new boolean[bounds.length];
+            long next = now + Publisher.MAX_ROUND_MILLIS;
             for (int t = 0; t < bounds.length; t++) {
                 long interval = OwnerTable.beatIntervalMillis(bounds[t]);
                 beat[t] = OwnerTable.beatDue(now, lastBeat[t], 10_000, true, interval, bounds[t], phase);
@@ -106,6 +108,7 @@ class BatchingTest {
                     }
                     lastBeat[t] = now;
                 }
+                next = Math.min(next, OwnerTable.nextBeatMillis(now, lastBeat[t], 0, interval, bounds[t], phase));
             }
             rounds++;
             if (beat[2]) {
@@ -114,11 +117,12 @@ class BatchingTest {
                     sharedWithTheLongest++;
                 }
             }
+            now = next;
         }
         for (int t = 0; t < bounds.length; t++) {
             long interval = OwnerTable.beatIntervalMillis(bounds[t]);
             assertTrue(
-                    longestGap[t] <= interval + Publisher.BATCH_MILLIS,
+                    longestGap[t] <= interval,
                     "S = " + bounds[t] + ": a gap of " + longestGap[t] + " ms between heartbeats");
         }
         assertTrue(beatsOfTheLongest >= 28, beatsOfTheLongest + " heartbeats in " + rounds + " rounds");
@@ -130,12 +134,16 @@ class BatchingTest {
 
     /**
      * The publisher's loop over random streams of changes (Poisson arrivals at rates from 5 to
-     * 5,000 a second, rounds every 5 ms): no change waits longer than the hold plus a round, nor
-     * longer than a round after a quiet spell or in a light stream; the owner is never silent for
-     * more than S/2 and a round (a copy stays fresh); under load there is at most a batch per
-     * hold, per full batch or per paying batch (and the light stream's first changes), batches
-     * fill, heartbeats almost stop, and under a heavy stream no change waits longer than the
-     * least gap between batches and a round.
+     * 5,000 a second; each round at the time {@link BatchPacing#nextRound} gives, or at the next
+     * change that wakes it, and at least every {@link Publisher#MAX_ROUND_MILLIS}): no
+     * change waits longer than the hold plus a round, nor longer than a round after a quiet spell
+     * or in a light stream; the owner is never silent for more than S/2 and a round (a copy stays
+     * fresh); under load there is at most a batch per hold, per full batch or per paying batch
+     * (and the light stream's first changes), batches fill, heartbeats almost stop, and under a
+     * heavy stream no change waits longer than the least gap between batches and a round. The
+     * rounds themselves, which cost CPU whether or not they send anything, are at most two per
+     * batch, one per heartbeat and one per {@link Publisher#MAX_ROUND_MILLIS}, not one per {@link
+     * Publisher#BATCH_MILLIS}.
      */
     @Test
     void noChangeWaitsLongerThanTheHoldPlusARoundAndMessagesThinOutUnderLoad() {
@@ -143,19 +151,23 @@ class BatchingTest {
         for (double perSecond : new double[] {5, 50, 200, 500, 2000, 5000}) {
             SplittableRandom r = new SplittableRandom((long) perSecond);
             ArrayDeque<Double> queue = new ArrayDeque<>(); // arrival times of queued changes
-            double nextArrival = 0;
+            long seconds = 60;
+            double[] arrivals = new double[(int) (perSecond * (seconds + 10))];
+            for (int i = 1; i < arrivals.length; i++) {
+                arrivals[i] = arrivals[i - 1] - Math.log(1 - r.nextDouble()) * 1000 / perSecond;
+            }
+            int nextArrival = 0;
             long lastBatch = -1_000, lastBeat = 0, lastMessage = 0;
-            long batches = 0, beats = 0, changes = 0;
+            long batches = 0, beats = 0, changes = 0, rounds = 0;
             double longestWait = 0;
             double longestWaitAfterQuiet = 0;
             long longestSilence = 0;
-            long seconds = 60;
             BatchPacing sent = new BatchPacing(); // its record of batches
-            for (long now = 0; now < seconds * 1000; now += Publisher.BATCH_MILLIS) {
-                while (nextArrival <= now) {
-                    queue.add(nextArrival);
-                    nextArrival += -Math.log(1 - r.nextDouble()) * 1000 / perSecond;
+            for (long now = 0; now < seconds * 1000; ) {
+                while (arrivals[nextArrival] <= now) {
+                    queue.add(arrivals[nextArrival++]);
                 }
+                rounds++;
                 boolean beatDue = OwnerTable.beatDue(now, lastBeat, now - lastBatch, true, BEAT, S, 0);
                 if (BatchPacing.batchDue(queue.size(), now - lastBatch, beatDue, hold, sent.sentInLastSecond(now))) {
                     sent.batchSent(now, queue.size());
@@ -176,8 +188,20 @@ class BatchingTest {
                     longestSilence = Math.max(longestSilence, now - lastMessage);
                     lastMessage = now;
                 }
+                BatchPacing.NextRound next = sent.nextRound(
+                        queue.size(), now, hold, OwnerTable.nextBeatMillis(now, lastBeat, lastBatch, BEAT, S, 0));
+                long at = Math.min(next.atMillis(), now + Publisher.MAX_ROUND_MILLIS);
+                long more = next.wakeAtQueued() - (long) queue.size(); // changes until the one that wakes it
+                if (more >= 1 && more <= arrivals.length - nextArrival) {
+                    at = Math.min(at, (long) Math.ceil(arrivals[nextArrival + (int) more - 1]));
+                }
+                now = Math.max(at, now + 1);
             }
             String at = perSecond + "/s: ";
+            assertTrue(
+                    rounds <= 2 * batches + beats + seconds * 1000 / Publisher.MAX_ROUND_MILLIS,
+                    at + rounds + " rounds for " + batches + " batches and " + beats + " heartbeats in " + seconds
+                            + " s");
             assertTrue(longestWait <= hold + Publisher.BATCH_MILLIS, at + "a change waited " + longestWait + " ms");
             assertTrue(
                     longestWaitAfterQuiet <= Publisher.BATCH_MILLIS,
