@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import org.apache.cassandra.gms.FailureDetector;
 import org.apache.cassandra.gms.Gossiper;
 import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.service.StorageService;
@@ -24,11 +25,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The owner's side of node filters: one thread that, in rounds, publishes for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a snapshot per
- * epoch, then batches of changes as they come ({@link BatchPacing#batchDue}), and heartbeats
- * ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's keys
- * ({@link Receivers}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the ring
- * changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
+ * The owner's side of node filters: one thread that, in rounds ({@link BatchPacing#nextRound}),
+ * publishes for each opted-in table ({@link OwnerTable}) which keys may hold live data here: a
+ * snapshot per epoch, then batches of changes as they come ({@link BatchPacing#batchDue}), and
+ * heartbeats ({@link OwnerTable#beatDue}), each sent to the nodes that keep copies of the table's
+ * keys ({@link Receivers}) as rows of {@link SyncKeyspace}. An epoch belongs to one ring: when the
+ * ring changes, a new one starts. Between rounds it has the copies that need a snapshot ask their
  * owners for one.
  *
  * <p>Longer than 400 lines because the round is one thread's: the changes, heartbeats, epochs and
@@ -45,8 +47,7 @@ final class Publisher {
     /**
      * The shortest time between two rounds that are not woken by a change, and the wait while an
      * epoch is read: a change that goes out at once ({@link BatchPacing#batchDue}) wakes the
-     * publisher, and held changes are looked at when they may go ({@link
-     * BatchPacing#nextCheckMillis}).
+     * publisher, and held changes are looked at when they may go ({@link BatchPacing#nextRound}).
      */
     static final long BATCH_MILLIS = 5;
     /**
@@ -103,7 +104,7 @@ final class Publisher {
             long nextRound = System.currentTimeMillis() + MAX_ROUND_MILLIS;
             try {
                 UUID me = NodeFilters.localHost();
-                if (me != null && !stopping() && peersKnown() && keyspaceReady()) {
+                if (me != null && !stopping() && peersKnown() && keyspaceReady(me)) {
                     try {
                         for (OwnerTable o : owners.values()) {
                             try {
@@ -171,8 +172,20 @@ final class Publisher {
         return true;
     }
 
-    /** Whether the sync keyspace exists here; creates it (at most every few seconds) if not. */
-    private boolean keyspaceReady() {
+    /** When this node first found the sync keyspace missing (0: not yet). */
+    private long keyspaceMissingSince;
+
+    /**
+     * A node that has waited this long for another node to create the sync keyspace creates it
+     * itself (the node that should may lack the plugin, or be stuck).
+     */
+    static final long CREATE_FALLBACK_MILLIS = 60_000;
+
+    /**
+     * Whether the sync keyspace exists here; creates it (at most every few seconds) if not and
+     * this node is the one to ({@link #createsKeyspace}).
+     */
+    private boolean keyspaceReady(UUID me) {
         if (keyspaceChecked && SyncKeyspace.exists()) {
             return true;
         }
@@ -181,7 +194,12 @@ final class Publisher {
             return true;
         }
         long now = System.currentTimeMillis();
-        if (now - lastCreateAttempt < 5000 || !StorageService.instance.isJoined()) {
+        if (keyspaceMissingSince == 0) {
+            keyspaceMissingSince = now;
+        }
+        if (now - lastCreateAttempt < 5000
+                || !StorageService.instance.isJoined()
+                || !(createsKeyspace(me) || now - keyspaceMissingSince >= CREATE_FALLBACK_MILLIS)) {
             return false;
         }
         lastCreateAttempt = now;
@@ -196,6 +214,24 @@ final class Publisher {
                     e.toString());
         }
         return SyncKeyspace.exists();
+    }
+
+    /**
+     * Whether this node is the one that creates the sync keyspace: the live node with the least
+     * host id. Every node that creates it writes nine schema changes, and the schema versions of
+     * several nodes doing so at once (each node's first table with node filters registers at about
+     * the same time) keep every node pulling schemas from the others for a minute or more after
+     * they agree, each pull rewriting and flushing the schema tables: CPU a loaded cluster lacks.
+     */
+    private static boolean createsKeyspace(UUID me) {
+        var ring = StorageService.instance.getTokenMetadata();
+        for (InetAddressAndPort ep : ring.getAllEndpoints()) {
+            UUID id = ring.getHostId(ep);
+            if (id != null && id.compareTo(me) < 0 && FailureDetector.instance.isAlive(ep)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
