@@ -70,18 +70,20 @@ final class NeedleCounters {
      * @param batchBytesSent bytes of those batches
      * @param bytesSent      bytes of batches, snapshots and heartbeats
      * @param snapshotsSent  whole filters sent
+     * @param epochsStarted  epochs published: each one read every key of the table on its node
      */
-    record Sync(long changesSent, long batchBytesSent, long bytesSent, long snapshotsSent) {
+    record Sync(long changesSent, long batchBytesSent, long bytesSent, long snapshotsSent, long epochsStarted) {
         static Sync read(LocalCluster cluster, int nodes, String keyspace, String table) throws IOException {
-            long changes = 0, batchBytes = 0, bytes = 0, snapshots = 0;
+            long changes = 0, batchBytes = 0, bytes = 0, snapshots = 0, epochs = 0;
             for (int node = 1; node <= nodes; node++) {
                 NodeJmx jmx = cluster.jmx(node);
                 changes += jmx.metric(keyspace, table, "NodeFilterChangesSent");
                 batchBytes += jmx.metric(keyspace, table, "NodeFilterBatchBytesSent");
                 bytes += jmx.metric(keyspace, table, "NodeFilterBytesSent");
                 snapshots += jmx.metric(keyspace, table, "NodeFilterSnapshotsSent");
+                epochs += jmx.metric(keyspace, table, "NodeFilterEpochs");
             }
-            return new Sync(changes, batchBytes, bytes, snapshots);
+            return new Sync(changes, batchBytes, bytes, snapshots, epochs);
         }
 
         /** What was sent since {@code before}. */
@@ -90,7 +92,8 @@ final class NeedleCounters {
                     changesSent - before.changesSent,
                     batchBytesSent - before.batchBytesSent,
                     bytesSent - before.bytesSent,
-                    snapshotsSent - before.snapshotsSent);
+                    snapshotsSent - before.snapshotsSent,
+                    epochsStarted - before.epochsStarted);
         }
     }
 

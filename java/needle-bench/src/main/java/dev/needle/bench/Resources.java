@@ -41,6 +41,7 @@ final class Resources implements AutoCloseable {
      * @param nanos          {@link System#nanoTime()} when taken
      * @param cpuTicks       the node process's user plus system time, in clock ticks
      * @param sentBytes      bytes the node sent to other nodes
+     * @param sentMessages   messages the node sent to other nodes (requests and responses alike)
      * @param receivedBytes  bytes the node received from other nodes
      * @param syncBytes      bytes of node filters the node published (every Needle table)
      * @param machineBusy    ticks of the whole machine spent busy ({@code /proc/stat}), and in all
@@ -50,6 +51,7 @@ final class Resources implements AutoCloseable {
             long nanos,
             long[] cpuTicks,
             long[] sentBytes,
+            long[] sentMessages,
             long[] receivedBytes,
             long[] syncBytes,
             long machineBusy,
@@ -61,6 +63,7 @@ final class Resources implements AutoCloseable {
                     nanos - earlier.nanos,
                     diff(cpuTicks, earlier.cpuTicks),
                     diff(sentBytes, earlier.sentBytes),
+                    diff(sentMessages, earlier.sentMessages),
                     diff(receivedBytes, earlier.receivedBytes),
                     diff(syncBytes, earlier.syncBytes),
                     machineBusy - earlier.machineBusy,
@@ -76,6 +79,7 @@ final class Resources implements AutoCloseable {
                     nanos + other.nanos,
                     sum(cpuTicks, other.cpuTicks),
                     sum(sentBytes, other.sentBytes),
+                    sum(sentMessages, other.sentMessages),
                     sum(receivedBytes, other.receivedBytes),
                     sum(syncBytes, other.syncBytes),
                     machineBusy + other.machineBusy,
@@ -118,12 +122,14 @@ final class Resources implements AutoCloseable {
     synchronized Reading read() throws IOException {
         long[] cpu = new long[nodes];
         long[] sent = new long[nodes];
+        long[] messages = new long[nodes];
         long[] received = new long[nodes];
         long[] sync = new long[nodes];
         for (int n = 1; n <= nodes; n++) {
             cpu[n - 1] = processTicks(nodePid(n));
-            for (var r : sessions[n].execute("SELECT sent_bytes FROM system_views.internode_outbound")) {
+            for (var r : sessions[n].execute("SELECT sent_bytes, sent_count FROM system_views.internode_outbound")) {
                 sent[n - 1] += r.getLong("sent_bytes");
+                messages[n - 1] += r.getLong("sent_count");
             }
             for (var r : sessions[n].execute("SELECT received_bytes FROM system_views.internode_inbound")) {
                 received[n - 1] += r.getLong("received_bytes");
@@ -135,7 +141,7 @@ final class Resources implements AutoCloseable {
             }
         }
         long[] machine = machineTicks();
-        return new Reading(System.nanoTime(), cpu, sent, received, sync, machine[0], machine[1]);
+        return new Reading(System.nanoTime(), cpu, sent, messages, received, sync, machine[0], machine[1]);
     }
 
     /**
@@ -270,6 +276,7 @@ final class Resources implements AutoCloseable {
         t.put("internode_sent_bytes", sent);
         t.put("internode_received_bytes", received);
         t.put("internode_sent_bytes_per_node", d.sentBytes.clone());
+        t.put("internode_sent_messages", Arrays.stream(d.sentMessages).sum());
         t.put("internode_received_bytes_per_node", d.receivedBytes.clone());
         t.put("sync_bytes", sync);
         t.put("internode_sent_bytes_s", seconds > 0 ? Math.round(sent / seconds) : null);
@@ -277,6 +284,9 @@ final class Resources implements AutoCloseable {
         if (ops > 0) {
             t.put("cpu_ms_per_op", round(cpuSeconds * 1000 / ops, 4));
             t.put("internode_sent_bytes_per_op", round((double) sent / ops, 1));
+            t.put(
+                    "internode_sent_messages_per_op",
+                    round((double) Arrays.stream(d.sentMessages).sum() / ops, 3));
             t.put("sync_bytes_per_op", round((double) sync / ops, 2));
         }
         return t;

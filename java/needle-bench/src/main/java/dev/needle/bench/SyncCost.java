@@ -86,14 +86,19 @@ final class SyncCost {
         double rate = 0;
         for (int attempt = 0; attempt < 3; attempt++) {
             long snapshots0 = sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent"));
-            long[] before = internodeBytes();
+            Map<String, Long> before = internodeBytes();
             long t0 = System.nanoTime();
             BenchCluster.sleep(IDLE_MILLIS);
-            rate = (sum(internodeBytes()) - sum(before)) / ((System.nanoTime() - t0) / 1e9);
-            if (sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent")) == snapshots0) {
+            long sent = bytesSince(before);
+            rate = Math.max(0, sent) / ((System.nanoTime() - t0) / 1e9);
+            if (sent < 0) {
+                System.err.println("staleness: " + CONNECTION_RESET + ": measuring the idle rate again");
+            } else if (sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent")) == snapshots0) {
                 break;
+            } else {
+                System.err.println(
+                        "staleness: a node-filter snapshot went out while idle: measuring the idle rate again");
             }
-            System.err.println("staleness: a node-filter snapshot went out while idle: measuring the idle rate again");
         }
         return rate;
     }
@@ -125,13 +130,36 @@ final class SyncCost {
             Double batchPayloadBytesPerChange,
             Double wireBytesPerChangePerReceivingNode) {}
 
+    /**
+     * {@link #insertOnce}, again with new keys (up to three times in all) while a connection's
+     * byte count started over during it: such a run's bytes are not all counted.
+     */
     private Insertion insertAndCount(Variant v, int rate, long base, double idleBytesPerSecond) throws IOException {
+        Insertion r = null;
+        for (int attempt = 0; attempt < 3; attempt++) {
+            r = insertOnce(v, rate, base + attempt * (long) syncKeys, idleBytesPerSecond);
+            if (r.internodeBytes() >= 0) {
+                break;
+            }
+            System.err.println("staleness: " + CONNECTION_RESET + ": inserting again with new keys");
+        }
+        if (r.internodeBytes() < 0) {
+            throw new IOException("the sync cost of " + v.name() + " could not be measured: three times "
+                    + CONNECTION_RESET + "; run the probe again on a machine with nothing else running");
+        }
+        return r;
+    }
+
+    private static final String CONNECTION_RESET =
+            "a connection between nodes started its byte count over (a reconnection)";
+
+    private Insertion insertOnce(Variant v, int rate, long base, double idleBytesPerSecond) throws IOException {
         PreparedStatement insert = routed.prepare(StalenessProbe.insertCql(v));
         int keys = rate == 0 ? syncKeys : Math.min(syncKeys, rate * 30);
         long[] changes0 = v.needle() ? needleCounters(v, "NodeFilterChangesSent") : null;
         long[] payload0 = v.needle() ? needleCounters(v, "NodeFilterBatchBytesSent") : null;
         long[] snapshots0 = v.needle() ? needleCounters(v, "NodeFilterSnapshotsSent") : null;
-        long[] bytes0 = internodeBytes();
+        Map<String, Long> bytes0 = internodeBytes();
         long start = System.nanoTime();
         String label = "sync cost, " + v.name() + (rate == 0 ? " at full rate" : " at " + rate + "/s");
         try (Progress pr = new Progress(label, keys, "partitions")) {
@@ -159,7 +187,7 @@ final class SyncCost {
         }
         BenchCluster.sleep(500); // the last batches leave
         double seconds = (System.nanoTime() - start) / 1e9;
-        long wire = sum(internodeBytes()) - sum(bytes0);
+        long wire = bytesSince(bytes0);
         double extra = wire - idleBytesPerSecond * seconds;
         Changes changes = null;
         if (v.needle()) {
@@ -194,15 +222,42 @@ final class SyncCost {
         return out;
     }
 
-    /** Bytes each node has sent to the others ({@code system_views.internode_outbound}). */
-    private long[] internodeBytes() {
-        long[] out = new long[nodes];
+    /**
+     * Bytes each node has sent to each other node ({@code system_views.internode_outbound}), by
+     * node and peer. A count starts over when Cassandra builds a node's connections to a peer
+     * anew.
+     */
+    private Map<String, Long> internodeBytes() {
+        Map<String, Long> out = new LinkedHashMap<>();
         for (int n = 1; n <= nodes; n++) {
-            for (var r : sessions[n].execute("SELECT sent_bytes FROM system_views.internode_outbound")) {
-                out[n - 1] += r.getLong("sent_bytes");
+            for (var r : sessions[n].execute("SELECT address, port, sent_bytes FROM system_views.internode_outbound")) {
+                out.merge(
+                        n + " " + r.getInetAddress("address") + ":" + r.getInt("port"),
+                        r.getLong("sent_bytes"),
+                        Long::sum);
             }
         }
         return out;
+    }
+
+    /**
+     * Bytes sent between nodes since {@code before} ({@link #internodeBytes}), or -1 if a count
+     * started over or went away meanwhile (the bytes before that are not known).
+     */
+    private long bytesSince(Map<String, Long> before) {
+        return bytesSince(before, internodeBytes());
+    }
+
+    static long bytesSince(Map<String, Long> before, Map<String, Long> after) {
+        long total = 0;
+        for (Map.Entry<String, Long> e : after.entrySet()) {
+            long was = before.getOrDefault(e.getKey(), 0L);
+            if (e.getValue() < was) {
+                return -1;
+            }
+            total += e.getValue() - was;
+        }
+        return before.keySet().stream().allMatch(after::containsKey) ? total : -1;
     }
 
     private static long sum(long[] v) {

@@ -41,13 +41,28 @@ class ResourcesTest {
     @Test
     void differencesAndSumsOfReadings() {
         Resources.Reading a = new Resources.Reading(
-                1_000, new long[] {10, 20}, new long[] {100, 200}, new long[] {1, 2}, new long[] {0, 5}, 50, 100);
+                1_000,
+                new long[] {10, 20},
+                new long[] {100, 200},
+                new long[] {7, 8},
+                new long[] {1, 2},
+                new long[] {0, 5},
+                50,
+                100);
         Resources.Reading b = new Resources.Reading(
-                3_000, new long[] {15, 30}, new long[] {160, 260}, new long[] {4, 4}, new long[] {2, 5}, 80, 180);
+                3_000,
+                new long[] {15, 30},
+                new long[] {160, 260},
+                new long[] {9, 11},
+                new long[] {4, 4},
+                new long[] {2, 5},
+                80,
+                180);
         Resources.Reading d = b.minus(a);
         assertEquals(2_000, d.nanos());
         assertArrayEquals(new long[] {5, 10}, d.cpuTicks());
         assertArrayEquals(new long[] {60, 60}, d.sentBytes());
+        assertArrayEquals(new long[] {2, 3}, d.sentMessages());
         assertArrayEquals(new long[] {2, 0}, d.syncBytes());
         Resources.Reading twice = d.plus(d);
         assertEquals(4_000, twice.nanos());
@@ -56,8 +71,16 @@ class ResourcesTest {
         assertEquals(d, d.plus(null));
         // A counter that went back (started again) grew by an unknown amount: 0, never negative.
         Resources.Reading reset = new Resources.Reading(
-                4_000, new long[] {16, 31}, new long[] {5, 270}, new long[] {4, 4}, new long[] {0, 5}, 90, 200);
+                4_000,
+                new long[] {16, 31},
+                new long[] {5, 270},
+                new long[] {1, 12},
+                new long[] {4, 4},
+                new long[] {0, 5},
+                90,
+                200);
         assertArrayEquals(new long[] {0, 10}, reset.minus(b).sentBytes());
+        assertArrayEquals(new long[] {0, 1}, reset.minus(b).sentMessages());
         assertArrayEquals(new long[] {0, 0}, reset.minus(b).syncBytes());
     }
 }

@@ -70,7 +70,7 @@ class ResultsTest {
                         0,
                         null,
                         new NeedleCounters.Lookups(5, 1, 3L, 2L, 0L),
-                        new NeedleCounters.Sync(10, 200, 300, 1)));
+                        new NeedleCounters.Sync(10, 200, 300, 1, 0)));
         Experiment.Point p = new Experiment.Point("50% absent", 0.5, Map.of("absent", 0.5), null, null, null);
         PointResult point = new PointResult(
                 p.label(),
@@ -125,7 +125,17 @@ class ResultsTest {
         }
         assertEquals(5, ((Number) cuckoo.get("needle_skipped")).intValue());
         assertEquals(
-                Map.of("changes_sent", 10L, "batch_bytes_sent", 200L, "bytes_sent", 300L, "snapshots_sent", 1L),
+                Map.of(
+                        "changes_sent",
+                        10L,
+                        "batch_bytes_sent",
+                        200L,
+                        "bytes_sent",
+                        300L,
+                        "snapshots_sent",
+                        1L,
+                        "epochs_started",
+                        0L),
                 cuckoo.get("node_filter_sync"));
         Map<?, ?> stock = (Map<?, ?>) ((Map<?, ?>) run.get("variants")).get("stock");
         assertFalse(stock.containsKey("needle_skipped"), "stock has no Needle counters: " + stock.keySet());

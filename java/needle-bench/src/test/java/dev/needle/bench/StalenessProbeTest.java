@@ -15,6 +15,25 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 class StalenessProbeTest {
+    /** The bytes sent between nodes are counted per node and peer, and a count that started over voids the run. */
+    @Test
+    void internodeBytesAreCountedPerConnectionAndAResetVoidsTheRun() {
+        Map<String, Long> before = Map.of("1 /127.0.0.2:7000", 1_000L, "2 /127.0.0.1:7000", 5_000L);
+        assertEquals(
+                700, SyncCost.bytesSince(before, Map.of("1 /127.0.0.2:7000", 1_200L, "2 /127.0.0.1:7000", 5_500L)));
+        assertEquals(
+                400,
+                SyncCost.bytesSince(
+                        before,
+                        Map.of("1 /127.0.0.2:7000", 1_100L, "2 /127.0.0.1:7000", 5_000L, "3 /127.0.0.1:7000", 300L)),
+                "a peer first seen counts from zero");
+        assertEquals(
+                -1,
+                SyncCost.bytesSince(before, Map.of("1 /127.0.0.2:7000", 4_000L, "2 /127.0.0.1:7000", 100L)),
+                "a count that went down started over: the bytes before are not known, whatever the others sent");
+        assertEquals(-1, SyncCost.bytesSince(before, Map.of("1 /127.0.0.2:7000", 4_000L)), "a connection went away");
+    }
+
     @Test
     void timesFallInTheBinWhoseLowerBoundTheyReach() {
         assertEquals(0, KeyProbe.bin(0));
