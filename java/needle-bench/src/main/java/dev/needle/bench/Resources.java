@@ -264,6 +264,7 @@ final class Resources implements AutoCloseable {
         long cpuTicks = Arrays.stream(d.cpuTicks).sum();
         double cpuSeconds = (double) cpuTicks / ticksPerSecond;
         long sent = Arrays.stream(d.sentBytes).sum();
+        long messages = Arrays.stream(d.sentMessages).sum();
         long received = Arrays.stream(d.receivedBytes).sum();
         long sync = Arrays.stream(d.syncBytes).sum();
         Map<String, Object> t = new LinkedHashMap<>();
@@ -276,7 +277,7 @@ final class Resources implements AutoCloseable {
         t.put("internode_sent_bytes", sent);
         t.put("internode_received_bytes", received);
         t.put("internode_sent_bytes_per_node", d.sentBytes.clone());
-        t.put("internode_sent_messages", Arrays.stream(d.sentMessages).sum());
+        t.put("internode_sent_messages", messages);
         t.put("internode_received_bytes_per_node", d.receivedBytes.clone());
         t.put("sync_bytes", sync);
         t.put("internode_sent_bytes_s", seconds > 0 ? Math.round(sent / seconds) : null);
@@ -284,9 +285,7 @@ final class Resources implements AutoCloseable {
         if (ops > 0) {
             t.put("cpu_ms_per_op", round(cpuSeconds * 1000 / ops, 4));
             t.put("internode_sent_bytes_per_op", round((double) sent / ops, 1));
-            t.put(
-                    "internode_sent_messages_per_op",
-                    round((double) Arrays.stream(d.sentMessages).sum() / ops, 3));
+            t.put("internode_sent_messages_per_op", round((double) messages / ops, 3));
             t.put("sync_bytes_per_op", round((double) sync / ops, 2));
         }
         return t;

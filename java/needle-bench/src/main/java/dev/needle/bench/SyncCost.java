@@ -80,25 +80,30 @@ final class SyncCost {
      * Internode bytes per second over {@link #IDLE_MILLIS} without inserts: gossip and heartbeats.
      * A snapshot of the Needle table sent meanwhile (a copy shrunk once its keys stopped moving) is
      * not idle traffic and would be taken off the next run's bytes: such a period is measured again,
-     * up to three times, and the last one is kept whatever it held.
+     * up to three times, and the last one is kept whatever it held. A period during which a
+     * connection's byte count started over is measured again too, and is never kept.
      */
     private double idleBytesPerSecond() throws IOException {
-        double rate = 0;
+        Double rate = null;
         for (int attempt = 0; attempt < 3; attempt++) {
             long snapshots0 = sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent"));
             Map<String, Long> before = internodeBytes();
             long t0 = System.nanoTime();
             BenchCluster.sleep(IDLE_MILLIS);
             long sent = bytesSince(before);
-            rate = Math.max(0, sent) / ((System.nanoTime() - t0) / 1e9);
             if (sent < 0) {
                 System.err.println("staleness: " + CONNECTION_RESET + ": measuring the idle rate again");
-            } else if (sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent")) == snapshots0) {
-                break;
-            } else {
-                System.err.println(
-                        "staleness: a node-filter snapshot went out while idle: measuring the idle rate again");
+                continue;
             }
+            rate = sent / ((System.nanoTime() - t0) / 1e9);
+            if (sum(needleCounters(StalenessProbe.NEEDLE, "NodeFilterSnapshotsSent")) == snapshots0) {
+                break;
+            }
+            System.err.println("staleness: a node-filter snapshot went out while idle: measuring the idle rate again");
+        }
+        if (rate == null) {
+            throw new IOException("the idle rate of internode bytes could not be measured: three times "
+                    + CONNECTION_RESET + "; run the probe again on a machine with nothing else running");
         }
         return rate;
     }
