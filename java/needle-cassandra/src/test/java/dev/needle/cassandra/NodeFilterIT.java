@@ -380,6 +380,7 @@ class NodeFilterIT {
      * no read that began more than S after the write's acknowledgement may miss one.
      */
     private static void staleness(LocalCluster cluster, TwinTables t, CqlSession s1, CqlSession s2) throws Exception {
+        long syncWrites = syncTableWrites(cluster, 1);
         List<Long> missedAt = new ArrayList<>();
         int keys = 0;
         for (int pk = 10_000; keys < 60; pk++) {
@@ -417,6 +418,24 @@ class NodeFilterIT {
         System.out.printf(
                 "NodeFilterIT: %d new keys read at once through another coordinator: %d reads missed, at %s ms after the ack%n",
                 keys, missedAt.size(), missedAt);
+        // The batches and heartbeats that brought them were handed to node 1's copies as they
+        // arrived, not written to its sync tables (SyncIndex#receive).
+        assertEquals(syncWrites, syncTableWrites(cluster, 1), "node 1 wrote sync rows to its tables");
+    }
+
+    /** The writes node {@code n} applied to the sync tables that carry changes and heartbeats. */
+    private static long syncTableWrites(LocalCluster cluster, int n) throws Exception {
+        long writes = 0;
+        for (String table : List.of("batches", "heartbeats")) {
+            // get, not count: a metric that is not there fails the test rather than reading 0.
+            writes += ((Number) cluster.jmx(n)
+                            .get(
+                                    "org.apache.cassandra.metrics:type=Table,keyspace=needle_sync,scope=" + table
+                                            + ",name=WriteLatency",
+                                    "Count"))
+                    .longValue();
+        }
+        return writes;
     }
 
     /**

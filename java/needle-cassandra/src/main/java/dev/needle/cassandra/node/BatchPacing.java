@@ -15,11 +15,11 @@ final class BatchPacing {
      * How long changes may wait for more to share their message while batches follow each other
      * closely: half the staleness bound S, the heartbeats' interval, between {@link
      * Publisher#BATCH_MILLIS} and {@link #MAX_HOLD_MILLIS}. Every message costs its sender and
-     * receiver about the same CPU whatever it carries (a Cassandra mutation and its response),
-     * and a node sends one per receiver per batch, so under load the hold sets what the sync
-     * costs (docs/node-filters.md, Costs). While changes flow, a copy hears from its owner every
-     * S/2 plus a round, as it does from heartbeats when nothing changes, which leaves the other
-     * half of S for the message to arrive. A larger S buys a cheaper sync: fewer, fuller messages.
+     * receiver about the same CPU whatever it carries (a Cassandra mutation message), and a node
+     * sends one per receiver per batch, so under load the hold sets what the sync costs
+     * (docs/node-filters.md, Costs). While changes flow, a copy hears from its owner every S/2
+     * plus a round, as it does from heartbeats when nothing changes, which leaves the other half
+     * of S for the message to arrive. A larger S buys a cheaper sync: fewer, fuller messages.
      */
     static long holdMillis(long stalenessMillis) {
         return Math.max(Publisher.BATCH_MILLIS, Math.min(MAX_HOLD_MILLIS, stalenessMillis / 2));
@@ -101,8 +101,8 @@ final class BatchPacing {
 
     /**
      * Whether the queued changes go out now, as Nagle's algorithm decides for small packets: every
-     * batch costs one message and its response to every other node (about 180 bytes), whatever it
-     * carries (about 9 bytes per change). In a light stream (with the queued ones, at most {@link
+     * batch costs one message to every receiver (about 180 bytes), whatever it carries (about 9
+     * bytes per change). In a light stream (with the queued ones, at most {@link
      * #LIGHT_CHANGES_PER_SECOND} changes in the last second) each change goes at once, in the
      * next publisher round (within {@link Publisher#BATCH_MILLIS}), as does a change after a
      * quiet spell of {@code holdMillis}; while a heavier stream flows, changes gather until

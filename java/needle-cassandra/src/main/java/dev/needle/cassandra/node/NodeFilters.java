@@ -23,8 +23,9 @@ import org.apache.cassandra.service.StorageService;
  * class. As an <b>owner</b>, the {@link Publisher} sends which keys may hold live data here for
  * each table with {@code node_filter} on ({@link OwnerTable}) to the nodes that keep copies of
  * its keys ({@link Receivers}). The {@link Copies} keep a {@link NodeCopy} of the filter of each
- * node that sends here, fed by the {@link SyncIndex} on the sync tables. As a <b>coordinator</b>, the {@link CoordinatorCheck} decides whether a read can
- * be answered empty without asking the replicas (docs/invariants.md, invariant 5).
+ * node that sends here, fed as rows of the sync keyspace arrive ({@link SyncIndex#receive}). As
+ * a <b>coordinator</b>, the {@link CoordinatorCheck} decides whether a read can be answered
+ * empty without asking the replicas (docs/invariants.md, invariant 5).
  */
 public final class NodeFilters {
     public static final NodeFilters instance = new NodeFilters();
@@ -38,6 +39,7 @@ public final class NodeFilters {
     private final CoordinatorCheck coordinator = new CoordinatorCheck(owners, copies, requests);
 
     private NodeFilters() {
+        MessagingService.instance().inboundSink.add(SyncIndex::receive);
         if (Faults.enabled()) {
             // Needle's own tests: the fault point "sync.drop" loses this node's outgoing sync rows.
             MessagingService.instance()

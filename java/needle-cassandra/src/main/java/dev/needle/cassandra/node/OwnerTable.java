@@ -155,8 +155,8 @@ final class OwnerTable implements KeyEvents {
 
     /**
      * Heartbeats go out every S/2: a copy stays trusted between two of them unless one takes more
-     * than S/2 to arrive. Every heartbeat is a message and its response to every other node, which
-     * a node pays whether or not anything changes, so they are no more frequent than that.
+     * than S/2 to arrive. Every heartbeat is a message to every receiver, which a node pays
+     * whether or not anything changes, so they are no more frequent than that.
      */
     long beatIntervalMillis() {
         return beatIntervalMillis(options.stalenessMillis);

@@ -9,28 +9,34 @@ import java.util.concurrent.Callable;
 import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.WriteContext;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.memtable.Memtable;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.transactions.IndexTransaction;
+import org.apache.cassandra.net.Message;
+import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.utils.FBUtilities;
 import org.apache.cassandra.utils.NoSpamLogger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The receiving end of node-filter sync: an index on each table of {@link SyncKeyspace} whose
- * write-path hook sees every row this node's replica applies (an owner's write, its replication,
- * a hint, a read repair) and hands it to {@link NodeFilters}, as soon as it is applied. It
- * answers no query. Nothing here may fail the write: a row it cannot read is logged and dropped
- * (a copy that misses it asks for a snapshot).
+ * The receiving end of node-filter sync. Rows of {@link SyncKeyspace} that arrive as messages
+ * are handed to {@link NodeFilters} as they arrive and neither written nor answered ({@link
+ * #receive}). Any other row of the sync tables this node applies (one that arrived before node
+ * filters started here) is handed over by this index, one on each sync table, whose write-path
+ * hook sees it as it is applied. It answers no query. Nothing here may fail a write: a row it
+ * cannot read is logged and dropped (a copy that misses it asks for a snapshot).
  */
 public final class SyncIndex extends CustomIndexBase {
     private static final Logger logger = LoggerFactory.getLogger(SyncIndex.class);
@@ -82,6 +88,42 @@ public final class SyncIndex extends CustomIndexBase {
         }
     }
 
+    /**
+     * Whether an arriving message goes on to Cassandra's handler (a predicate of {@link
+     * org.apache.cassandra.net.MessagingService#inboundSink}, run on the thread of the verb's
+     * stage): a mutation of the sync keyspace does not. Its rows are handed to the copies here,
+     * on the mutation stage's thread that would have applied them. Applying one cost the receiver
+     * a memtable insert and later flushes and compactions, and its response cost both nodes a
+     * message that the owner, sending fire and forget, dropped: a message and its response cost
+     * about the same CPU whatever they carry, so the sync costs about half as many.
+     */
+    static boolean receive(Message<?> message) {
+        if (message.verb() != Verb.MUTATION_REQ
+                || !(message.payload instanceof Mutation m)
+                || !m.getKeyspaceName().equals(SyncKeyspace.NAME)) {
+            return true;
+        }
+        long nowInSec = FBUtilities.nowInSeconds();
+        for (PartitionUpdate update : m.getPartitionUpdates()) {
+            for (Row row : update) {
+                deliver(update.metadata(), update.partitionKey(), row, nowInSec);
+            }
+        }
+        return false;
+    }
+
+    /** Hands a row of a sync table that is live at {@code nowInSec} to the copies. */
+    private static void deliver(TableMetadata table, DecoratedKey key, Row row, long nowInSec) {
+        if (row.isStatic() || !row.hasLiveData(nowInSec, false)) {
+            return;
+        }
+        try {
+            NodeFilters.instance.received(new SyncRow(table, key, row));
+        } catch (Throwable t) {
+            noSpam.warn("Needle could not apply a row of {}.{}: {}", table.keyspace, table.name, t.toString(), t);
+        }
+    }
+
     @Override
     public Indexer indexerFor(
             DecoratedKey key,
@@ -105,19 +147,7 @@ public final class SyncIndex extends CustomIndexBase {
             }
 
             private void deliver(Row row) {
-                if (row.isStatic() || !row.hasLiveData(nowInSec, false)) {
-                    return;
-                }
-                try {
-                    NodeFilters.instance.received(new SyncRow(baseCfs.metadata(), key, row));
-                } catch (Throwable t) {
-                    noSpam.warn(
-                            "Needle could not apply a row of {}.{}: {}",
-                            baseCfs.keyspace.getName(),
-                            baseCfs.name,
-                            t.toString(),
-                            t);
-                }
+                SyncIndex.deliver(baseCfs.metadata(), key, row, nowInSec);
             }
         };
     }

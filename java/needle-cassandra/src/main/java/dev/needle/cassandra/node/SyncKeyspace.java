@@ -20,16 +20,18 @@ import org.apache.cassandra.utils.TimeUUID;
 /**
  * The keyspace that carries node filters between nodes. An owner sends each row straight to the
  * node it is for (a {@link Receivers} receiver: the key's other replicas, or every other node), as
- * a mutation of this keyspace; every node is a replica of it (replication factor above any
- * cluster size), so each node applies what it is sent, and its {@link SyncIndex} hands the row to
- * its copies. Node filters travel as snapshots (the filter of the keys a receiver holds, in
- * chunks) and ordered batches of changes; heartbeats say how far an owner has got. A row that
- * does not arrive (a node down, a timeout) is not sent again: the receiver's copy finds the gap
- * and asks for a snapshot.
+ * a mutation message of this keyspace, which the receiver hands to its copies as it arrives,
+ * neither writing nor answering it ({@link SyncIndex#receive}). Every node is a replica of it
+ * (replication factor above any cluster size), so that a row a node does apply (one that came
+ * before its node filters started) is applied where it was sent. Node filters travel as
+ * snapshots (the filter of the keys a receiver holds, in chunks) and ordered batches of changes;
+ * heartbeats say how far an owner has got. A row that does not arrive (a node down, a timeout)
+ * is not sent again: the receiver's copy finds the gap and asks for a snapshot.
  *
  * <p>The plugin creates it itself (idempotently, with fixed table ids so that several nodes
  * creating it at once agree); {@link #SCHEMA} is the CQL for operators who create it first.
- * Each table carries a {@link SyncIndex}, which hands arriving rows to {@link NodeFilters}.
+ * Each table carries a {@link SyncIndex}, which hands the rows a node applies to {@link
+ * NodeFilters}.
  */
 public final class SyncKeyspace {
     public static final String NAME = "needle_sync";
@@ -120,9 +122,10 @@ public final class SyncKeyspace {
     }
 
     /**
-     * Sends the row {@code b} to the node at {@code to} alone, fire and forget: its
-     * response finds no callback and is dropped (Cassandra traces that), and a row that does not
-     * arrive is noticed by the receiver's copy (a gap, or no heartbeat).
+     * Sends the row {@code b} to the node at {@code to} alone, fire and forget: the receiver
+     * does not answer ({@link SyncIndex#receive}; a response from a node that applied the row
+     * finds no callback and is dropped), and a row that does not arrive is noticed by the
+     * receiver's copy (a gap, or no heartbeat).
      */
     private static void send(InetAddressAndPort to, PartitionUpdate.SimpleBuilder b) {
         Mutation m = b.buildAsMutation();
