@@ -12,9 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.net.MessagingService;
-import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.TableId;
 import org.apache.cassandra.service.StorageService;
 
@@ -44,10 +42,7 @@ public final class NodeFilters {
             // Needle's own tests: the fault point "sync.drop" loses this node's outgoing sync rows.
             MessagingService.instance()
                     .outboundSink
-                    .add((message, to) -> !(Faults.armed("sync.drop")
-                            && message.verb() == Verb.MUTATION_REQ
-                            && message.payload instanceof Mutation m
-                            && m.getKeyspaceName().equals(SyncKeyspace.NAME)));
+                    .add((message, to) -> !(Faults.armed("sync.drop") && SyncKeyspace.syncMutation(message) != null));
         }
     }
 

@@ -21,7 +21,6 @@ import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.index.Index;
 import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.net.Message;
-import org.apache.cassandra.net.Verb;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.schema.TableMetadata;
@@ -98,9 +97,8 @@ public final class SyncIndex extends CustomIndexBase {
      * about the same CPU whatever they carry, so the sync costs about half as many.
      */
     static boolean receive(Message<?> message) {
-        if (message.verb() != Verb.MUTATION_REQ
-                || !(message.payload instanceof Mutation m)
-                || !m.getKeyspaceName().equals(SyncKeyspace.NAME)) {
+        Mutation m = SyncKeyspace.syncMutation(message);
+        if (m == null) {
             return true;
         }
         long nowInSec = FBUtilities.nowInSeconds();

@@ -132,6 +132,18 @@ public final class SyncKeyspace {
         MessagingService.instance().send(Message.out(Verb.MUTATION_REQ, m), to);
     }
 
+    /**
+     * The sync's rows that {@code message} carries ({@link #send}), or null for any other message:
+     * a {@code MUTATION_REQ} of this keyspace.
+     */
+    static Mutation syncMutation(Message<?> message) {
+        return message.verb() == Verb.MUTATION_REQ
+                        && message.payload instanceof Mutation m
+                        && m.getKeyspaceName().equals(NAME)
+                ? m
+                : null;
+    }
+
     static void sendSnapshotChunk(
             Receivers receivers,
             int r,
