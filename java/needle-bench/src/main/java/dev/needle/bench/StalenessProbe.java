@@ -128,7 +128,9 @@ final class StalenessProbe {
                     o.staleness(),
                     "replication factor 1; each probe key written at ONE through its owner, then read at ONE back to back"
                             + " through every other node in turn until each returned it; phases idle and under a load of "
-                            + o.loadThreads() + " loader threads inserting 400-byte partitions through their owners",
+                            + o.loadThreads() + " loader threads inserting 400-byte partitions through their owners;"
+                            + " Cassandra's mutation delivery and the owners' wait counted over each phase's measured"
+                            + " keys (after its warm-up), from the histograms' bucket counts",
                     phases,
                     violations,
                     null,
@@ -221,6 +223,7 @@ final class StalenessProbe {
                     }
                 }
                 long[][] decisions0 = decisions();
+                waitsSinceHere();
                 try (Progress pr = new Progress("probe " + label, o.keys(), "keys")) {
                     for (int k = 0; k < o.keys(); k++) {
                         for (KeyProbe p : probes) {
@@ -263,50 +266,70 @@ final class StalenessProbe {
             return new StalenessResult.Phase(tables, delivery, syncWait, loadResult);
         }
 
+        /** Cassandra's timer of how long its mutation messages waited to be taken up. */
+        private static final String DELIVERY =
+                "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency";
+
+        /** The Needle table's histogram of how long its changes waited on their owner. */
+        private static final String SYNC_WAIT = "org.apache.cassandra.metrics:type=Needle,keyspace=" + KEYSPACE
+                + ",scope=" + NEEDLE.table() + ",name=NodeFilterChangeWaitMicros";
+
+        /**
+         * Starts the count of {@link #mutationDelivery} and {@link #syncWait} over here, at the
+         * phase's first measured key: a read of {@code RecentValues} starts its next one over.
+         */
+        private void waitsSinceHere() throws IOException {
+            for (int n = 1; n <= o.nodes(); n++) {
+                recentBuckets(cluster.jmx(n), DELIVERY);
+                recentBuckets(cluster.jmx(n), SYNC_WAIT);
+            }
+        }
+
         /**
          * How long Cassandra's own mutation messages waited between leaving one node and being
          * taken up by another (its {@code MUTATION_REQ-WaitLatency}, the "latencies waiting in
-         * queue" of {@code nodetool tpstats}, recent samples), per node: the sync's batches are
-         * such messages, so no copy can follow its owner faster.
+         * queue" of {@code nodetool tpstats}), per node, while the phase's keys were measured: the
+         * sync's batches are such messages, so no copy can follow its owner faster.
          */
         private Map<String, StalenessResult.Percentiles> mutationDelivery() throws IOException {
             Map<String, StalenessResult.Percentiles> out = new LinkedHashMap<>();
             for (int n = 1; n <= o.nodes(); n++) {
                 out.put(
                         "node" + n,
-                        timer(
-                                cluster.jmx(n),
-                                "org.apache.cassandra.metrics:type=Messaging,name=MUTATION_REQ-WaitLatency"));
+                        StalenessResult.Percentiles.ofBucketsMicros(recentBuckets(cluster.jmx(n), DELIVERY), false));
             }
             return out;
-        }
-
-        /** A Cassandra timer's recent percentiles over JMX, in milliseconds. */
-        private static StalenessResult.Percentiles timer(NodeJmx jmx, String on) throws IOException {
-            return StalenessResult.Percentiles.ofTimerMicros(
-                    (Number) jmx.get(on, "50thPercentile"),
-                    (Number) jmx.get(on, "99thPercentile"),
-                    (Number) jmx.get(on, "999thPercentile"),
-                    (Number) jmx.get(on, "Max"));
         }
 
         /**
          * How long the Needle table's changes waited on their owner for their batch (its {@code
-         * NodeFilterChangeWaitMicros}, each change counted at its batch's oldest, recent samples),
-         * per node: the sync's own part of a copy's lag, apart from Cassandra's delivery of the
-         * batch ({@link #mutationDelivery}).
+         * NodeFilterChangeWaitMicros}, each change counted at its batch's oldest), per node, while
+         * the phase's keys were measured: the sync's own part of a copy's lag, apart from
+         * Cassandra's delivery of the batch ({@link #mutationDelivery}).
          */
         private Map<String, StalenessResult.ChangeWait> syncWait() throws IOException {
             Map<String, StalenessResult.ChangeWait> out = new LinkedHashMap<>();
-            String on = "org.apache.cassandra.metrics:type=Needle,keyspace=" + KEYSPACE + ",scope=" + NEEDLE.table()
-                    + ",name=NodeFilterChangeWaitMicros";
             for (int n = 1; n <= o.nodes(); n++) {
-                NodeJmx jmx = cluster.jmx(n);
+                long[] counts = recentBuckets(cluster.jmx(n), SYNC_WAIT);
                 out.put(
                         "node" + n,
-                        new StalenessResult.ChangeWait(((Number) jmx.get(on, "Count")).longValue(), timer(jmx, on)));
+                        new StalenessResult.ChangeWait(
+                                Arrays.stream(counts).sum(),
+                                StalenessResult.Percentiles.ofBucketsMicros(counts, true)));
             }
             return out;
+        }
+
+        /**
+         * What a Cassandra histogram or timer counted in each of its buckets since the last read
+         * (its {@code RecentValues}, without the decay of its percentiles, which weigh in minutes
+         * before the phase).
+         */
+        private static long[] recentBuckets(NodeJmx jmx, String on) throws IOException {
+            if (jmx.get(on, "RecentValues") instanceof long[] counts) {
+                return counts;
+            }
+            throw new IllegalStateException(on + ": RecentValues is not an array of counts");
         }
 
         /** The node-filter decisions of the Needle table's coordinators ({@link #DECISIONS}), per node. */

@@ -70,13 +70,73 @@ record StalenessResult(
                     round(v[v.length - 1] / 1e6));
         }
 
-        /** Of a Cassandra timer's recent values in microseconds, as JMX gives them. */
-        static Percentiles ofTimerMicros(Number p50, Number p99, Number p999, Number max) {
+        /**
+         * Of the counts of a Cassandra histogram's buckets ({@code RecentValues} over JMX: what it
+         * recorded since the last read, without decay) of microseconds; {@code zeros}: whether it
+         * counts zeros in a bucket of their own. A percentile is the upper end of its bucket, as
+         * Cassandra reports it (buckets about 20 % wide).
+         */
+        static Percentiles ofBucketsMicros(long[] counts, boolean zeros) {
+            long[] ends = bucketEnds(counts.length, zeros);
+            long total = Arrays.stream(counts).sum();
+            if (total == 0) {
+                return NONE;
+            }
+            if (counts[counts.length - 1] > 0) {
+                throw new IllegalStateException(
+                        "a value beyond the histogram's last bucket: " + Arrays.toString(counts));
+            }
+            int last = 0;
+            for (int i = 0; i < ends.length; i++) {
+                if (counts[i] > 0) {
+                    last = i;
+                }
+            }
             return new Percentiles(
-                    round(p50.doubleValue() / 1000),
-                    round(p99.doubleValue() / 1000),
-                    round(p999.doubleValue() / 1000),
-                    round(max.doubleValue() / 1000));
+                    round(quantile(counts, ends, total, 0.5) / 1000.0),
+                    round(quantile(counts, ends, total, 0.99) / 1000.0),
+                    round(quantile(counts, ends, total, 0.999) / 1000.0),
+                    round(ends[last] / 1000.0));
+        }
+
+        private static long quantile(long[] counts, long[] ends, long total, double q) {
+            long rank = (long) Math.ceil(total * q);
+            long seen = 0;
+            for (int i = 0; i < ends.length; i++) {
+                seen += counts[i];
+                if (seen >= rank) {
+                    return ends[i];
+                }
+            }
+            return ends[ends.length - 1];
+        }
+
+        /**
+         * The upper ends of the buckets of Cassandra's {@code DecayingEstimatedHistogramReservoir}
+         * whose {@code length} counts are read: from 1, each about 1.2 times the one before (after
+         * a bucket of 0 when it counts zeros), 164 of them (127 for a timer's), and an overflow
+         * bucket last, which has no end.
+         */
+        static long[] bucketEnds(int length, boolean zeros) {
+            int buckets = length - 1;
+            int fromOne = buckets - (zeros ? 1 : 0);
+            if (fromOne != 164 && fromOne != 127) {
+                throw new IllegalStateException(length + " bucket counts" + (zeros ? " with zeros" : "")
+                        + ": not a histogram of Cassandra 5.0 (127 or 164 buckets from 1 and an overflow bucket)");
+            }
+            long[] ends = new long[buckets];
+            int i = 0;
+            if (zeros) {
+                ends[i++] = 0;
+            }
+            long end = 1;
+            ends[i++] = end;
+            for (; i < buckets; i++) {
+                long next = Math.round(end * 1.2);
+                end = next == end ? end + 1 : next;
+                ends[i] = end;
+            }
+            return ends;
         }
     }
 

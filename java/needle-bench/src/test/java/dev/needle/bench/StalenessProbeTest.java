@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -56,6 +57,43 @@ class StalenessProbeTest {
         assertEquals(new StalenessResult.Percentiles(501.0, 991.0, 1000.0, 1000.0), p);
         assertEquals(1000_000_000L, nanos[0], "the input is left as it was");
         assertEquals(StalenessResult.Percentiles.NONE, StalenessResult.Percentiles.ofNanos(new long[0]));
+    }
+
+    /**
+     * Percentiles of a Cassandra histogram's bucket counts: the upper end of the bucket that holds
+     * each, as Cassandra reports them (the ends it reported in earlier runs: 263,210 and 545,791
+     * microseconds), with or without a bucket for zeros, a timer's 127 buckets or a histogram's 164.
+     */
+    @Test
+    void bucketCountsGivePercentilesAsCassandraReportsThem() {
+        long[] ends = StalenessResult.Percentiles.bucketEnds(166, true);
+        assertEquals(
+                List.of(0L, 1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 10L, 12L, 14L, 17L, 20L, 24L),
+                Arrays.stream(ends).limit(15).boxed().toList());
+        int at20 = Arrays.binarySearch(ends, 20);
+        int at545791 = Arrays.binarySearch(ends, 545_791);
+        assertTrue(Arrays.binarySearch(ends, 263_210) > 0 && at545791 > 0, "ends Cassandra reported");
+        assertEquals(127, StalenessResult.Percentiles.bucketEnds(128, false).length);
+        assertEquals(1L, StalenessResult.Percentiles.bucketEnds(128, false)[0]);
+
+        long[] counts = new long[166];
+        counts[at20] = 998;
+        counts[at545791] = 2;
+        assertEquals(
+                new StalenessResult.Percentiles(0.02, 0.02, 545.791, 545.791),
+                StalenessResult.Percentiles.ofBucketsMicros(counts, true));
+        counts[at20] = 999;
+        counts[at545791] = 1;
+        assertEquals(
+                new StalenessResult.Percentiles(0.02, 0.02, 0.02, 545.791),
+                StalenessResult.Percentiles.ofBucketsMicros(counts, true),
+                "999 of 1,000 within 20 us");
+        assertEquals(
+                StalenessResult.Percentiles.NONE, StalenessResult.Percentiles.ofBucketsMicros(new long[166], true));
+        counts[165] = 1;
+        assertThrows(IllegalStateException.class, () -> StalenessResult.Percentiles.ofBucketsMicros(counts, true));
+        assertThrows(
+                IllegalStateException.class, () -> StalenessResult.Percentiles.ofBucketsMicros(new long[128], true));
     }
 
     /**

@@ -37,6 +37,28 @@ final class BatchPacing {
     /** The least time between two batches that {@link #PAYING_BATCH} sends (at most 20 a second). */
     static final long MIN_GAP_MILLIS = 50;
     /**
+     * Changes a second (those sent in the last second and those queued) from which a stream is
+     * heavy: two {@link #PAYING_BATCH}es a second. A heavy stream's batches go at most {@link
+     * #heavyHoldMillis} apart, so that a dip in it (a flush, a pause of its writers, a node that
+     * waits for a core) does not keep the changes before the dip waiting for the whole hold: such
+     * a batch still carries about 25 changes or more (a heavy stream's fifth of a second), at most
+     * one message per 25 changes. A lighter stream, such as tens of changes a second per receiver,
+     * waits for the whole hold as before: it is where the hold saves the most messages.
+     */
+    static final int HEAVY_CHANGES_PER_SECOND = 2 * PAYING_BATCH;
+
+    /**
+     * The longest a heavy stream's change waits for others ({@link #HEAVY_CHANGES_PER_SECOND}):
+     * two fifths of the hold, S/5 for a hold of S/2. That leaves S/20 of a quarter of S for the
+     * round that sends it and for the publisher to get a core, so that a heavy stream's changes
+     * leave their owner within S/4. Never shorter than {@link #MIN_GAP_MILLIS} (nor longer than
+     * the hold): a heavy stream of a short S does not send more often than a paying batch may.
+     */
+    static long heavyHoldMillis(long holdMillis) {
+        return Math.max(Math.min(MIN_GAP_MILLIS, holdMillis), holdMillis * 2 / 5);
+    }
+
+    /**
      * Changes a second that a stream may carry and still send each at once: a light stream
      * (the changes of an idle cluster) costs a message per change, at most this many a second per
      * receiver (about 6 KB/s), and no change waits for others to share its message. A stream of
@@ -57,9 +79,10 @@ final class BatchPacing {
      * Publisher#BATCH_MILLIS}: its rounds cost the node CPU whether or not they send anything.
      * With none waiting, at the next heartbeat ({@code nextBeatMillis}), or at the next change if
      * that one goes at once ({@link #batchDue}: a light stream, or after a quiet spell). With
-     * changes held for a heavier stream, when they may go: at the end of the hold, when {@link
-     * #MIN_GAP_MILLIS} lets the {@link #PAYING_BATCH} already waiting go, or at the change that
-     * makes a paying batch after the gap (a full batch within it).
+     * changes held for a heavier stream, when they may go: at the end of the hold (a heavy
+     * stream's shorter one), when {@link #MIN_GAP_MILLIS} lets the {@link #PAYING_BATCH} already
+     * waiting go, at the change that makes a paying batch after the gap (a full batch within it),
+     * or at the change that makes the stream heavy.
      */
     NextRound nextRound(int queued, long nowMillis, long holdMillis, long nextBeatMillis) {
         if (queued == 0 && due(1, nowMillis, false, holdMillis)) {
@@ -67,6 +90,15 @@ final class BatchPacing {
         }
         long at = Math.min(nextBeatMillis, lastBatchMillis + holdMillis);
         int wakeAt = PAYING_BATCH;
+        long sent = sentInLastSecond(nowMillis);
+        long heavyHoldEnd = lastBatchMillis + heavyHoldMillis(holdMillis);
+        if (sent + Math.max(queued, 1) < HEAVY_CHANGES_PER_SECOND) {
+            wakeAt = (int) Math.min(wakeAt, HEAVY_CHANGES_PER_SECOND - sent); // more than are queued
+        } else if (heavyHoldEnd > nowMillis) {
+            at = Math.min(at, heavyHoldEnd);
+        } else {
+            wakeAt = 1; // the heavy stream's shorter hold is over: its next change goes at once
+        }
         if (queued >= PAYING_BATCH) {
             at = Math.min(at, lastBatchMillis + MIN_GAP_MILLIS);
             wakeAt = FULL_BATCH;
@@ -107,7 +139,8 @@ final class BatchPacing {
      * next publisher round (within {@link Publisher#BATCH_MILLIS}), as does a change after a
      * quiet spell of {@code holdMillis}; while a heavier stream flows, changes gather until
      * {@link #FULL_BATCH} of them wait, or {@link #PAYING_BATCH} and {@link #MIN_GAP_MILLIS} has
-     * passed since the last batch, or {@code holdMillis} has. They also go before a heartbeat,
+     * passed since the last batch, or {@code holdMillis} has ({@link #heavyHoldMillis} in a heavy
+     * stream: {@link #HEAVY_CHANGES_PER_SECOND}). They also go before a heartbeat,
      * which must never say the owner is further on than the batches sent (a copy would wait for
      * the gap to close).
      *
@@ -122,6 +155,8 @@ final class BatchPacing {
                 && (beatDue
                         || queued >= FULL_BATCH
                         || sinceLastBatch >= holdMillis
+                        || (sentLastSecond + queued >= HEAVY_CHANGES_PER_SECOND
+                                && sinceLastBatch >= heavyHoldMillis(holdMillis))
                         || sentLastSecond + queued <= LIGHT_CHANGES_PER_SECOND
                         || (queued >= PAYING_BATCH && sinceLastBatch >= MIN_GAP_MILLIS));
     }

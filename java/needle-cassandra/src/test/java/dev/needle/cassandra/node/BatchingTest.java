@@ -57,7 +57,21 @@ class BatchingTest {
         int paying = BatchPacing.PAYING_BATCH;
         assertTrue(BatchPacing.batchDue(paying, gap, false, 500, HEAVY));
         assertFalse(BatchPacing.batchDue(paying, gap - 1, false, 500, HEAVY), "not sooner than the gap");
-        assertFalse(BatchPacing.batchDue(paying - 1, 499, false, 500, HEAVY), "fewer wait for the hold");
+        assertFalse(BatchPacing.batchDue(paying - 1, 199, false, 500, HEAVY), "fewer wait for the hold");
+    }
+
+    @Test
+    void aHeavyStreamsChangesWaitAtMostTwoFifthsOfTheHold() {
+        long hold = BatchPacing.holdMillis(S);
+        long heavyHold = BatchPacing.heavyHoldMillis(hold);
+        int heavy = BatchPacing.HEAVY_CHANGES_PER_SECOND;
+        assertEquals(S / 5, heavyHold);
+        assertTrue(BatchPacing.batchDue(1, heavyHold, false, hold, heavy - 1), "sent and queued make it heavy");
+        assertFalse(BatchPacing.batchDue(1, heavyHold - 1, false, hold, heavy - 1), "not before its hold");
+        assertFalse(BatchPacing.batchDue(1, heavyHold, false, hold, heavy - 2), "a lighter stream waits for the hold");
+        assertTrue(BatchPacing.batchDue(1, hold, false, hold, heavy - 2));
+        assertEquals(BatchPacing.MIN_GAP_MILLIS, BatchPacing.heavyHoldMillis(100), "not sooner than a paying batch");
+        assertEquals(30, BatchPacing.heavyHoldMillis(30), "never longer than the hold");
     }
 
     /** The changes of the last second, as the publisher records its batches. */
@@ -140,7 +154,9 @@ class BatchingTest {
      * or in a light stream; the owner is never silent for more than S/2 and a round (a copy stays
      * fresh); under load there is at most a batch per hold, per full batch or per paying batch
      * (and the light stream's first changes), batches fill, heartbeats almost stop, and under a
-     * heavy stream no change waits longer than the least gap between batches and a round. The
+     * heavy stream no change waits longer than the least gap between batches and a round. A
+     * stream of 200 a second, heavy but too thin to fill a paying batch often, sends each change
+     * within S/5 and a round (after its first second), at 20 changes or more per batch. The
      * rounds themselves, which cost CPU whether or not they send anything, are at most two per
      * batch, one per heartbeat and one per {@link Publisher#MAX_ROUND_MILLIS}, not one per {@link
      * Publisher#BATCH_MILLIS}.
@@ -161,6 +177,7 @@ class BatchingTest {
             long batches = 0, beats = 0, changes = 0, rounds = 0;
             double longestWait = 0;
             double longestWaitAfterQuiet = 0;
+            double longestWaitOnceFlowing = 0;
             long longestSilence = 0;
             BatchPacing sent = new BatchPacing(); // its record of batches
             for (long now = 0; now < seconds * 1000; ) {
@@ -172,6 +189,9 @@ class BatchingTest {
                 if (BatchPacing.batchDue(queue.size(), now - lastBatch, beatDue, hold, sent.sentInLastSecond(now))) {
                     sent.batchSent(now, queue.size());
                     longestWait = Math.max(longestWait, now - queue.peekFirst());
+                    if (queue.peekFirst() >= 1000) {
+                        longestWaitOnceFlowing = Math.max(longestWaitOnceFlowing, now - queue.peekFirst());
+                    }
                     if (queue.peekFirst() - lastBatch >= hold) {
                         longestWaitAfterQuiet = Math.max(longestWaitAfterQuiet, now - queue.peekFirst());
                     }
@@ -224,8 +244,13 @@ class BatchingTest {
                                         + 1,
                         at + batches + " batches in " + seconds + " s: more than one per hold or paying batch");
             }
-            if (perSecond >= 500) {
+            if (perSecond >= 200) {
                 assertTrue(perBatch >= 20, at + perBatch + " changes per batch");
+                assertTrue(
+                        longestWaitOnceFlowing <= BatchPacing.heavyHoldMillis(hold) + Publisher.BATCH_MILLIS,
+                        at + "a change of a heavy stream waited " + longestWaitOnceFlowing + " ms");
+            }
+            if (perSecond >= 500) {
                 assertTrue(beats <= seconds, at + beats + " heartbeats in " + seconds + " s");
             }
             if (perSecond >= 2000) {
