@@ -47,6 +47,11 @@ final class BatchPacing {
      */
     static final int HEAVY_CHANGES_PER_SECOND = 2 * PAYING_BATCH;
 
+    /** Whether a stream that sent {@code sent} changes in the last second and queues {@code queued} is heavy. */
+    static boolean heavy(long sent, long queued) {
+        return sent + queued >= HEAVY_CHANGES_PER_SECOND;
+    }
+
     /**
      * The longest a heavy stream's change waits for others ({@link #HEAVY_CHANGES_PER_SECOND}):
      * two fifths of the hold, S/5 for a hold of S/2. That leaves S/20 of a quarter of S for the
@@ -92,7 +97,7 @@ final class BatchPacing {
         int wakeAt = PAYING_BATCH;
         long sent = sentInLastSecond(nowMillis);
         long heavyHoldEnd = lastBatchMillis + heavyHoldMillis(holdMillis);
-        if (sent + Math.max(queued, 1) < HEAVY_CHANGES_PER_SECOND) {
+        if (!heavy(sent, Math.max(queued, 1))) { // with its next change
             wakeAt = (int) Math.min(wakeAt, HEAVY_CHANGES_PER_SECOND - sent); // more than are queued
         } else if (heavyHoldEnd > nowMillis) {
             at = Math.min(at, heavyHoldEnd);
@@ -155,8 +160,7 @@ final class BatchPacing {
                 && (beatDue
                         || queued >= FULL_BATCH
                         || sinceLastBatch >= holdMillis
-                        || (sentLastSecond + queued >= HEAVY_CHANGES_PER_SECOND
-                                && sinceLastBatch >= heavyHoldMillis(holdMillis))
+                        || (heavy(sentLastSecond, queued) && sinceLastBatch >= heavyHoldMillis(holdMillis))
                         || sentLastSecond + queued <= LIGHT_CHANGES_PER_SECOND
                         || (queued >= PAYING_BATCH && sinceLastBatch >= MIN_GAP_MILLIS));
     }
